@@ -1,0 +1,54 @@
+# tcpscope: make demo runs a test against a local server; make test installs
+# what the tests need (on Debian, as root) and runs all of them.
+GO      ?= go
+BIN     := bin/tcpscope
+PORT    ?= 5299
+export CGO_ENABLED := 0
+
+.PHONY: all build demo test setup vet fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -o $(BIN) ./cmd/tcpscope
+
+# A one-machine demo: a server on loopback, then a 3-second test showing both
+# ends' kernel view, then the same with the server sending.
+demo: build
+	@$(BIN) server --listen 127.0.0.1:$(PORT) >/tmp/tcpscope-demo-server.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null' EXIT; \
+	for i in 1 2 3 4 5 6 7 8 9 10; do $(BIN) test 127.0.0.1:$(PORT) -t 0.1 -i 1 >/dev/null 2>&1 && break; sleep 0.2; done; \
+	echo "\$$ tcpscope test 127.0.0.1:$(PORT) -t 3"; \
+	$(BIN) test 127.0.0.1:$(PORT) -t 3 && \
+	echo && echo "\$$ tcpscope test 127.0.0.1:$(PORT) -t 2 -R -P 2 -w 256K" && \
+	$(BIN) test 127.0.0.1:$(PORT) -t 2 -R -P 2 -w 256K
+
+# Tools the tests drive for real: iperf3 (benchmark peer), nftables (lab loss),
+# ethtool. Installed only when missing, and only as root on apt systems.
+setup:
+	@missing=""; for t in iperf3 nft ethtool; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "setup: installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 nftables ethtool >/dev/null; \
+	  else echo "setup: missing$$missing (install them as root; tests needing them will skip)"; fi; \
+	fi
+
+vet:
+	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+
+test: setup vet
+	$(GO) test -count=1 -timeout 15m ./...
+
+# Short fuzzing of the decoders (the CI test run replays their seed corpora).
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/perf
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/tcpinfo
+
+bench: build setup
+	bash bench/run.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,161 @@
+package archtest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tcpscope/tcpscope"
+
+// allowed lists, per package, the internal packages it may import. Arrows
+// point toward model; nothing imports cli but main. A new package must be
+// added here, which is the point: its place in the design is a decision.
+var allowed = map[string][]string{
+	"cmd/tcpscope":         {"internal/cli"},
+	"internal/cli":         {"*"},
+	"internal/model":       {},
+	"internal/tcpinfo":     {"internal/model"},
+	"internal/perf":        {"internal/model", "internal/tcpinfo"},
+	"internal/report":      {"internal/model"},
+	"internal/lab":         {"internal/model", "internal/perf", "internal/report"},
+	"internal/lab/labtest": {"internal/lab", "internal/model"},
+	"internal/archtest":    {},
+}
+
+// pure packages do no I/O and never read the clock, so a saved run
+// analyses the same anywhere.
+var pure = map[string]bool{"internal/model": true}
+
+var ioImports = []string{"os", "net", "syscall", "os/exec", "net/http", "database/sql", "golang.org/x/sys/unix"}
+
+type pkg struct {
+	dir     string
+	imports map[string]bool
+	docs    int
+	files   []*ast.File
+}
+
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "web") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		if pure[rel] {
+			if f, err = parser.ParseFile(fset, path, nil, parser.ParseComments); err != nil {
+				return err
+			}
+		}
+		p := pkgs[rel]
+		if p == nil {
+			p = &pkg{dir: rel, imports: map[string]bool{}}
+			pkgs[rel] = p
+		}
+		p.files = append(p.files, f)
+		if f.Doc != nil && strings.HasPrefix(strings.TrimSpace(f.Doc.Text()), "Package "+f.Name.Name) ||
+			f.Doc != nil && f.Name.Name == "main" && strings.HasPrefix(strings.TrimSpace(f.Doc.Text()), "Command ") {
+			p.docs++
+		}
+		for _, im := range f.Imports {
+			path, _ := strconv.Unquote(im.Path.Value)
+			p.imports[path] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal("not at the module root")
+	}
+	return pkgs
+}
+
+func TestImportRules(t *testing.T) {
+	for dir, p := range load(t) {
+		rules, ok := allowed[dir]
+		if !ok {
+			t.Errorf("%s: no import rule; add it to allowed in arch_test.go and to docs/ARCHITECTURE.md", dir)
+			continue
+		}
+		for im := range p.imports {
+			if !strings.HasPrefix(im, module+"/") {
+				continue
+			}
+			target := strings.TrimPrefix(im, module+"/")
+			if target == "internal/cli" && dir != "cmd/tcpscope" {
+				t.Errorf("%s imports internal/cli: nothing but main may", dir)
+			}
+			if !slices.Contains(rules, "*") && !slices.Contains(rules, target) {
+				t.Errorf("%s may not import %s (allowed: %v)", dir, target, rules)
+			}
+		}
+	}
+}
+
+func TestPurePackages(t *testing.T) {
+	for dir, p := range load(t) {
+		if !pure[dir] {
+			continue
+		}
+		for im := range p.imports {
+			thirdParty := strings.Contains(strings.Split(im, "/")[0], ".") && !strings.HasPrefix(im, module)
+			if slices.Contains(ioImports, im) || thirdParty {
+				t.Errorf("%s is pure but imports %s", dir, im)
+			}
+		}
+		for _, f := range p.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" && (sel.Sel.Name == "Now" || sel.Sel.Name == "Since" || sel.Sel.Name == "Sleep") {
+					t.Errorf("%s is pure but calls time.%s", dir, sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+}
+
+func TestPackageDocs(t *testing.T) {
+	for dir, p := range load(t) {
+		switch {
+		case p.docs == 0:
+			t.Errorf("%s has no package doc comment", dir)
+		case p.docs > 1:
+			t.Errorf("%s has its package doc comment in %d files; keep one (doc.go)", dir, p.docs)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+// Version is tcpscope's release, stamped at build time with
+// -ldflags "-X github.com/tcpscope/tcpscope/internal/cli.Version=...".
+var Version = "0.1.0-dev"
+
+// Exit codes, documented in the README. Scripts may rely on them.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1 // anything not listed below
+	ExitUsage       = 2 // bad flags or arguments
+	ExitRefused     = 3 // connection refused
+	ExitUnreachable = 4 // name does not resolve, no route
+	ExitTimeout     = 5 // the peer stopped answering
+	ExitProtocol    = 6 // version mismatch, not a tcpscope server
+	ExitBusy        = 7 // server busy or request over its limits
+	ExitAborted     = 8 // the test broke off mid-way
+	ExitSocket      = 9 // a socket option was refused (-C, -M, --fq-rate)
+	ExitInterrupted = 130
+)
+
+// usageError is a mistake on the command line.
+type usageError struct {
+	msg, hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(hint, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
+}
+
+// exitError carries a chosen exit code for an outcome that was already
+// reported (an interrupted test prints its results, then exits 130).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Main runs tcpscope with args (without the program name) and returns the
+// process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(ctx, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	code, hint := classify(err)
+	line := "tcpscope: " + oneLine(err.Error())
+	if hint != "" {
+		line += " (try: " + hint + ")"
+	}
+	fmt.Fprintln(stderr, line)
+	return code
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// classify maps an error to its exit code and hint.
+func classify(err error) (int, string) {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		hint := ue.hint
+		if hint == "" {
+			hint = "tcpscope help"
+		}
+		return ExitUsage, hint
+	}
+	hint := perf.HintOf(err)
+	switch perf.CodeOf(err) {
+	case perf.CodeRefused:
+		return ExitRefused, hint
+	case perf.CodeUnreachable:
+		return ExitUnreachable, hint
+	case perf.CodeTimeout:
+		return ExitTimeout, hint
+	case perf.CodeVersion, perf.CodeProtocol:
+		return ExitProtocol, hint
+	case perf.CodeBusy, perf.CodeLimit, perf.CodeShutdown:
+		return ExitBusy, hint
+	case perf.CodeBadConfig:
+		return ExitUsage, hint
+	case perf.CodeAborted:
+		return ExitAborted, hint
+	case perf.CodeSocket:
+		return ExitSocket, hint
+	}
+	return ExitFailure, hint
+}
+
+func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tcpscope",
+		Short: "Measure, instrument and explain TCP transfers",
+		Long: `tcpscope finds out why a TCP transfer is slower than the link: it runs
+memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
+(cwnd, RTT, windows, retransmissions, what limited the sender) live.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("tcpscope "+c.Name()+" --help", "%v", err)
+	})
+	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(stdout, stderr))
+	return root
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/report"
+)
+
+func server(t *testing.T, lim perf.Limits) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&perf.Server{Limits: lim, Version: Version}).Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+func run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln.Addr().String()
+	ln.Close()
+	addr := server(t, perf.Limits{MaxDuration: 2 * time.Second})
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"unknown flag", []string{"test", "--nope", "x"}, ExitUsage, "unknown flag"},
+		{"no host", []string{"test"}, ExitUsage, "exactly one server address"},
+		{"bad size", []string{"test", "-w", "lots", addr}, ExitUsage, "size"},
+		{"bad rate", []string{"test", "--fq-rate", "fast", addr}, ExitUsage, "rate"},
+		{"bad port", []string{"test", "127.0.0.1:99999"}, ExitUsage, "bad port"},
+		{"bad parallel", []string{"test", "-P", "500", addr}, ExitUsage, "parallel"},
+		{"bad interval", []string{"test", "-i", "1ms", addr}, ExitUsage, "10 ms"},
+		{"refused", []string{"test", closed}, ExitRefused, "connection refused"},
+		{"over limit", []string{"test", "-t", "5", addr}, ExitBusy, "limit"},
+		{"bad cc", []string{"test", "-C", "nosuchcc", "-t", "0.2", addr}, ExitSocket, "TCP_CONGESTION"},
+		{"server args", []string{"server", "extra"}, ExitUsage, "no arguments"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := run(c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, c.code, stderr)
+			}
+			if strings.Count(strings.TrimRight(stderr, "\n"), "\n") != 0 || !strings.HasPrefix(stderr, "tcpscope: ") {
+				t.Fatalf("want one line starting with tcpscope:, got %q", stderr)
+			}
+			if !strings.Contains(stderr, c.msg) || !strings.Contains(stderr, "try:") {
+				t.Fatalf("stderr %q lacks %q or a hint", stderr, c.msg)
+			}
+		})
+	}
+}
+
+func TestTextOutputShowsBothEnds(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	code, out, stderr := run("test", addr, "-t", "0.5", "-i", "0.2", "-P", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"sender", "receiver", "[SUM]", "goodput", "client sender", "server receiver", "limited by"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	code, out, stderr := run("test", addr, "-t", "0.4", "-i", "0.1", "--json", "-R")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r model.Run
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not one JSON document: %v", err)
+	}
+	if r.Schema != model.SchemaVersion || len(r.Client.Intervals) == 0 || len(r.Remote.Intervals) == 0 || len(r.Summary) != 1 {
+		t.Fatalf("incomplete document: schema %q, %d/%d intervals", r.Schema, len(r.Client.Intervals), len(r.Remote.Intervals))
+	}
+	if r.Summary[0].Direction != model.ServerToClient || r.Summary[0].ReceiverBytes != r.Summary[0].SenderBytes {
+		t.Fatalf("summary %+v", r.Summary[0])
+	}
+}
+
+func TestJSONStream(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	code, out, stderr := run("test", addr, "-t", "0.4", "-i", "0.1", "--json-stream")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sides := map[model.Side]int{}
+	var events []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<22)
+	for sc.Scan() {
+		var e report.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if e.Schema != model.SchemaVersion {
+			t.Fatalf("schema %q", e.Schema)
+		}
+		events = append(events, e.Event)
+		if e.Event == "interval" {
+			sides[e.Side]++
+		}
+	}
+	if events[0] != "begin" || events[len(events)-1] != "end" || sides[model.ClientSide] == 0 || sides[model.ServerSide] == 0 {
+		t.Fatalf("events %v, sides %v", events, sides)
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	cases := map[string]string{
+		"host":             "host:5201",
+		"host:7":           "host:7",
+		"10.0.0.1":         "10.0.0.1:5201",
+		"::1":              "[::1]:5201",
+		"[::1]":            "[::1]:5201",
+		"[2001:db8::1]:80": "[2001:db8::1]:80",
+	}
+	for in, want := range cases {
+		got, err := hostPort(in, 5201)
+		if err != nil || got != want {
+			t.Errorf("hostPort(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "host:0", "host:x", "[::1", "[::1]x"} {
+		if _, err := hostPort(bad, 5201); err == nil {
+			t.Errorf("hostPort(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// seconds is a duration flag that also takes a bare number of seconds,
+// as iperf3 users type it ("-t 30", "-i 0.1") besides "30s" or "100ms".
+type seconds struct{ d *time.Duration }
+
+func (s seconds) String() string {
+	if s.d == nil {
+		return "0"
+	}
+	return s.d.String()
+}
+func (s seconds) Type() string { return "duration" }
+func (s seconds) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f < 0 {
+			return fmt.Errorf("negative duration %q", v)
+		}
+		*s.d = time.Duration(f * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("duration %q: want seconds (10, 0.5) or a unit (10s, 100ms)", v)
+	}
+	if d < 0 {
+		return fmt.Errorf("negative duration %q", v)
+	}
+	*s.d = d
+	return nil
+}
+
+// size is a byte-size flag using model.ParseBytes.
+type size struct{ b *model.Bytes }
+
+func (s size) String() string {
+	if s.b == nil || *s.b == 0 {
+		return "0"
+	}
+	return s.b.Binary()
+}
+func (s size) Type() string { return "size" }
+func (s size) Set(v string) error {
+	b, err := model.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*s.b = b
+	return nil
+}
+
+// rate is a bit-rate flag using model.ParseBitrate.
+type rate struct{ r *model.Bitrate }
+
+func (r rate) String() string {
+	if r.r == nil || *r.r == 0 {
+		return "0"
+	}
+	return r.r.String()
+}
+func (r rate) Type() string { return "rate" }
+func (r rate) Set(v string) error {
+	b, err := model.ParseBitrate(v)
+	if err != nil {
+		return err
+	}
+	*r.r = b
+	return nil
+}
+
+// hostPort splits "HOST[:PORT]", accepting bare and bracketed IPv6.
+func hostPort(arg string, defPort int) (string, error) {
+	if arg == "" {
+		return "", usagef("tcpscope test 127.0.0.1", "empty server address")
+	}
+	host, port := arg, strconv.Itoa(defPort)
+	switch {
+	case strings.HasPrefix(arg, "["):
+		i := strings.Index(arg, "]")
+		if i < 0 {
+			return "", usagef("write IPv6 as [::1]:5201", "bad address %q", arg)
+		}
+		host = arg[1:i]
+		if rest := arg[i+1:]; rest != "" {
+			if !strings.HasPrefix(rest, ":") {
+				return "", usagef("write IPv6 as [::1]:5201", "bad address %q", arg)
+			}
+			port = rest[1:]
+		}
+	case strings.Count(arg, ":") == 1:
+		i := strings.LastIndex(arg, ":")
+		host, port = arg[:i], arg[i+1:]
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return "", usagef("ports are 1-65535", "bad port %q in %q", port, arg)
+	}
+	if host == "" {
+		return "", usagef("tcpscope test 127.0.0.1:5201", "no host in %q", arg)
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + strconv.Itoa(p), nil
+	}
+	return host + ":" + strconv.Itoa(p), nil
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+type serverFlags struct {
+	listen  string
+	limits  perf.Limits
+	jsonLog bool
+	debug   bool
+}
+
+func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
+	f := &serverFlags{limits: perf.DefaultLimits}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Serve tcpscope tests, many clients at once",
+		Long: `Serve memory-to-memory tests. Unlike iperf3's server, several clients can
+test at once, up to --max-tests; a client over a limit gets a clear
+"server busy" error. SIGINT or SIGTERM stops the running tests cleanly:
+their clients still get results.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usagef("tcpscope server --listen :5201", "server takes no arguments, got %q", args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServer(cmd, f, stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", ":5201", "address to listen on")
+	fl.IntVar(&f.limits.MaxTests, "max-tests", f.limits.MaxTests, "concurrent tests")
+	fl.Var(seconds{&f.limits.MaxDuration}, "max-duration", "longest test, omitted start included")
+	fl.IntVar(&f.limits.MaxStreams, "max-streams", f.limits.MaxStreams, "streams per test, both directions counted")
+	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
+	fl.BoolVar(&f.debug, "debug", false, "log connection details")
+	return cmd
+}
+
+func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
+	if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxDuration < time.Second {
+		return usagef("limits must be positive, --max-duration at least 1s", "bad server limits")
+	}
+	level := slog.LevelInfo
+	if f.debug {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if f.jsonLog {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	ctx := cmd.Context()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", f.listen, err)
+	}
+	fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %v each, %d streams)\n",
+		Version, ln.Addr(), f.limits.MaxTests, f.limits.MaxDuration, f.limits.MaxStreams)
+	srv := &perf.Server{Limits: f.limits, Version: Version, Logger: slog.New(h)}
+	err = srv.Serve(ctx, ln)
+	fmt.Fprintln(stdout, "tcpscope server stopped")
+	return err
+}

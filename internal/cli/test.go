@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/report"
+)
+
+type testFlags struct {
+	cfg        model.TestConfig
+	port       int
+	ipv4, ipv6 bool
+	bind       string
+	json       bool
+	jsonStream bool
+	format     string
+}
+
+func newTestCmd(stdout, stderr io.Writer) *cobra.Command {
+	f := &testFlags{}
+	cmd := &cobra.Command{
+		Use:   "test HOST[:PORT]",
+		Short: "Run a memory-to-memory TCP test against a tcpscope server",
+		Long: `Run a TCP test against 'tcpscope server' and show, per interval and per
+stream, both ends' view: goodput, cwnd, RTT, retransmissions, windows and
+what limited the sender. Rates are SI (1 Mbit/s = 10^6 bit/s); -w, -l and -n
+take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
+		Example: `  tcpscope test 192.0.2.7              10 s, one stream, client sends
+  tcpscope test 192.0.2.7 -R -P 4       server sends on 4 streams
+  tcpscope test [2001:db8::7]:5202 -t 30 -w 4M -C cubic --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("tcpscope test HOST[:PORT]", "test needs exactly one server address, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runTest(cmd, f, args[0], stdout, stderr)
+		},
+	}
+	fl := cmd.Flags()
+	fl.VarP(seconds{&f.cfg.Duration}, "time", "t", "test duration (default 10s)")
+	fl.VarP(size{&f.cfg.Bytes}, "bytes", "n", "send this many bytes per direction instead of a duration")
+	fl.IntVarP(&f.cfg.Parallel, "parallel", "P", 1, "parallel streams (1-128)")
+	fl.BoolVarP(&f.cfg.Reverse, "reverse", "R", false, "the server sends")
+	fl.BoolVar(&f.cfg.Bidir, "bidir", false, "both ends send at once")
+	fl.VarP(size{&f.cfg.Window}, "window", "w", "SO_SNDBUF and SO_RCVBUF on both ends (disables autotuning)")
+	fl.VarP(size{&f.cfg.Length}, "length", "l", "write size (default 128K)")
+	fl.StringVarP(&f.cfg.Congestion, "congestion", "C", "", "congestion control algorithm (cubic, bbr, reno, ...)")
+	fl.IntVarP(&f.cfg.MSS, "mss", "M", 0, "TCP maximum segment size (TCP_MAXSEG)")
+	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")
+	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s)")
+	fl.VarP(seconds{&f.cfg.Omit}, "omit", "O", "leave the first seconds (slow start) out of the totals")
+	fl.Var(rate{&f.cfg.FQRate}, "fq-rate", "pace each sending stream at this rate (SO_MAX_PACING_RATE)")
+	fl.IntVarP(&f.port, "port", "p", 5201, "server port when HOST has none")
+	fl.BoolVarP(&f.ipv4, "ipv4", "4", false, "IPv4 only")
+	fl.BoolVarP(&f.ipv6, "ipv6", "6", false, "IPv6 only")
+	fl.StringVarP(&f.bind, "bind", "B", "", "local address to send from")
+	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
+	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
+	fl.StringVarP(&f.format, "format", "f", "a", "rate units: a k m g t (bit/s) or A K M G T (byte/s), SI prefixes")
+	return cmd
+}
+
+func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) error {
+	format, err := model.ParseRateFormat(f.format)
+	if err != nil {
+		return usagef("-f a, m or g", "%v", err)
+	}
+	if f.json && f.jsonStream {
+		return usagef("choose one", "--json and --json-stream together")
+	}
+	if f.ipv4 && f.ipv6 {
+		return usagef("choose one", "-4 and -6 together")
+	}
+	if f.cfg.Parallel < 1 || f.cfg.Parallel > perf.MaxParallel {
+		return usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
+	}
+	addr, err := hostPort(target, f.port)
+	if err != nil {
+		return err
+	}
+	if err := perf.Normalize(&f.cfg); err != nil {
+		return err
+	}
+	client := &perf.Client{Version: Version, Network: "tcp"}
+	if f.ipv4 {
+		client.Network = "tcp4"
+	}
+	if f.ipv6 {
+		client.Network = "tcp6"
+	}
+	if f.bind != "" {
+		ip := net.ParseIP(f.bind)
+		if ip == nil {
+			return usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
+		}
+		client.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	type ender interface {
+		End(*model.Run) error
+	}
+	var out ender
+	var stream *report.Stream
+	switch {
+	case f.jsonStream:
+		stream = report.NewStream(stdout)
+		client.Observer, out = stream, stream
+	case f.json:
+	default:
+		text := report.NewText(stdout, format)
+		client.Observer, out = text, text
+	}
+	ctx := cmd.Context()
+	run, runErr := client.Run(ctx, addr, f.cfg)
+	if run == nil {
+		if stream != nil {
+			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))
+		}
+		return runErr
+	}
+	var werr error
+	if out != nil {
+		werr = out.End(run)
+	} else {
+		werr = report.WriteJSON(stdout, run)
+	}
+	if runErr != nil {
+		if stream != nil {
+			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))
+		}
+		return runErr
+	}
+	if werr != nil {
+		return werr
+	}
+	if run.Ended == "interrupted" || ctx.Err() != nil {
+		return &exitError{code: ExitInterrupted}
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+package model
+
+import (
+	"time"
+)
+
+// SchemaVersion names the layout of Run and of the JSON event stream.
+// Consumers should ignore fields they do not know; a change that removes or
+// redefines a field bumps the number.
+const SchemaVersion = "tcpscope.test/1"
+
+// Direction says which way a stream's data flows.
+type Direction string
+
+// Directions of a stream.
+const (
+	ClientToServer Direction = "client-to-server"
+	ServerToClient Direction = "server-to-client"
+)
+
+// Role is what one end does on a stream.
+type Role string
+
+// Roles of an end on a stream.
+const (
+	Sender   Role = "sender"
+	Receiver Role = "receiver"
+)
+
+// Side names an end of a test.
+type Side string
+
+// The two ends of a test.
+const (
+	ClientSide Side = "client"
+	ServerSide Side = "server"
+)
+
+// RoleOf is the role side plays on a stream flowing in direction d.
+func RoleOf(side Side, d Direction) Role {
+	if (side == ClientSide) == (d == ClientToServer) {
+		return Sender
+	}
+	return Receiver
+}
+
+// TestConfig is what the client asked for. Zero values mean "the kernel's
+// or tcpscope's default".
+type TestConfig struct {
+	Protocol   string        `json:"protocol"` // "tcp"
+	Duration   time.Duration `json:"duration_ns,omitempty"`
+	Bytes      Bytes         `json:"bytes,omitempty"` // volume per direction instead of a duration
+	Parallel   int           `json:"parallel"`
+	Reverse    bool          `json:"reverse,omitempty"`
+	Bidir      bool          `json:"bidir,omitempty"`
+	Window     Bytes         `json:"window,omitempty"` // SO_SNDBUF and SO_RCVBUF on both ends
+	Length     Bytes         `json:"length"`           // application write size
+	Congestion string        `json:"congestion,omitempty"`
+	MSS        int           `json:"mss,omitempty"`
+	NoDelay    bool          `json:"no_delay,omitempty"`
+	Interval   time.Duration `json:"interval_ns"`
+	Omit       time.Duration `json:"omit_ns,omitempty"`
+	FQRate     Bitrate       `json:"fq_rate,omitempty"` // per-stream SO_MAX_PACING_RATE
+}
+
+// Directions lists the stream directions the test uses, in stream order.
+func (c *TestConfig) Directions() []Direction {
+	var out []Direction
+	for range c.Parallel {
+		switch {
+		case c.Bidir:
+			out = append(out, ClientToServer)
+		case c.Reverse:
+			out = append(out, ServerToClient)
+		default:
+			out = append(out, ClientToServer)
+		}
+	}
+	if c.Bidir {
+		for range c.Parallel {
+			out = append(out, ServerToClient)
+		}
+	}
+	return out
+}
+
+// SocketSetup is what one end's kernel granted for one stream's socket.
+type SocketSetup struct {
+	SndBuf     Bytes  `json:"sndbuf"` // SO_SNDBUF as read back (Linux doubles the request)
+	RcvBuf     Bytes  `json:"rcvbuf"`
+	Congestion string `json:"congestion,omitempty"`
+	MSS        int    `json:"mss,omitempty"` // TCP_MAXSEG as read back
+}
+
+// StreamInfo describes one data connection.
+type StreamInfo struct {
+	ID         int         `json:"id"`
+	Direction  Direction   `json:"direction"`
+	ClientAddr string      `json:"client_addr"`
+	ServerAddr string      `json:"server_addr"`
+	Client     SocketSetup `json:"client"`
+	Server     SocketSetup `json:"server"`
+}
+
+// StreamInterval is one end's view of one stream over one interval.
+type StreamInterval struct {
+	Stream int  `json:"stream"`
+	Role   Role `json:"role"`
+	// Bytes the application wrote (sender) or read (receiver) in the interval.
+	Bytes Bytes   `json:"bytes"`
+	Rate  Bitrate `json:"rate"`
+	// Deltas of the kernel's cumulative counters over the interval.
+	RetransSegs  uint32       `json:"retrans_segs"`
+	RetransBytes Opt[Bytes]   `json:"retrans_bytes,omitzero"`
+	Limited      Opt[Limited] `json:"limited,omitzero"`
+	// TCP is the kernel's state at the end of the interval.
+	TCP Sample `json:"tcp"`
+}
+
+// Interval is one end's view of all streams over [Start, End) of its clock.
+type Interval struct {
+	Index   int              `json:"index"`
+	Start   time.Duration    `json:"start_ns"`
+	End     time.Duration    `json:"end_ns"`
+	Omitted bool             `json:"omitted,omitempty"`
+	Streams []StreamInterval `json:"streams"`
+}
+
+// StreamTotal is one end's account of one stream over the measured period
+// (after the omitted start).
+type StreamTotal struct {
+	Stream int  `json:"stream"`
+	Role   Role `json:"role"`
+	// Bytes moved by the application in the measured period, and over its
+	// duration: for a receiver, until the last byte arrived.
+	Bytes    Bytes         `json:"bytes"`
+	Duration time.Duration `json:"duration_ns"`
+	Rate     Bitrate       `json:"rate"`
+	// AllBytes includes the omitted start.
+	AllBytes     Bytes      `json:"all_bytes"`
+	RetransSegs  uint32     `json:"retrans_segs"`
+	RetransBytes Opt[Bytes] `json:"retrans_bytes,omitzero"`
+	// Final is the kernel's state after the last byte.
+	Final Sample `json:"final"`
+	// Peak values seen over the samples.
+	MaxCwnd   Bytes         `json:"max_cwnd"`
+	MaxRTT    time.Duration `json:"max_rtt_ns"`
+	MaxSndWnd Opt[Bytes]    `json:"max_snd_wnd,omitzero"`
+	// Limited covers the measured period.
+	Limited Opt[Limited] `json:"limited,omitzero"`
+}
+
+// EndReport is everything one end measured.
+type EndReport struct {
+	Side      Side          `json:"side"`
+	Version   string        `json:"version"`
+	Kernel    string        `json:"kernel,omitempty"`
+	Intervals []Interval    `json:"intervals"`
+	Totals    []StreamTotal `json:"totals"`
+}
+
+// DirectionSummary is the headline of one direction: what the receiver
+// received over the receiver's time, with the sender's account beside it.
+type DirectionSummary struct {
+	Direction     Direction     `json:"direction"`
+	Streams       int           `json:"streams"`
+	SenderBytes   Bytes         `json:"sender_bytes"`
+	ReceiverBytes Bytes         `json:"receiver_bytes"`
+	Duration      time.Duration `json:"duration_ns"` // receiver's measured time
+	Goodput       Bitrate       `json:"goodput"`
+	SenderRate    Bitrate       `json:"sender_rate"`
+	RetransSegs   uint32        `json:"retrans_segs"`
+	RetransBytes  Opt[Bytes]    `json:"retrans_bytes,omitzero"`
+	// LossRate is retransmitted / sent bytes at the sender, when known.
+	LossRate Opt[float64]       `json:"loss_rate,omitzero"`
+	MinRTT   Opt[time.Duration] `json:"min_rtt_ns,omitzero"`
+	MeanRTT  time.Duration      `json:"mean_rtt_ns"`
+}
+
+// Run is one complete memory-to-memory test as both ends saw it.
+type Run struct {
+	Schema   string             `json:"schema"`
+	Start    time.Time          `json:"start"` // wall clock, for the record only
+	Server   string             `json:"server"`
+	Config   TestConfig         `json:"config"`
+	Streams  []StreamInfo       `json:"streams"`
+	Client   EndReport          `json:"client"`
+	Remote   EndReport          `json:"server_end"`
+	Summary  []DirectionSummary `json:"summary"`
+	Warnings []string           `json:"warnings,omitempty"`
+	// Ended says how the test stopped: "complete", "interrupted" or
+	// "server-shutdown".
+	Ended string `json:"ended"`
+}

@@ -1,0 +1,294 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+)
+
+// Observer sees a test while it runs. Calls are serialised.
+type Observer interface {
+	// Begin is called once the streams are set up, before data flows.
+	Begin(run *model.Run)
+	// Interval is called for each interval of either end as it completes.
+	Interval(side model.Side, iv *model.Interval)
+}
+
+// Client runs tests against a tcpscope server.
+type Client struct {
+	Version string
+	// Network is "tcp", "tcp4" or "tcp6".
+	Network string
+	// LocalAddr binds the client's sockets (--bind); nil lets the kernel choose.
+	LocalAddr *net.TCPAddr
+	// ConnectTimeout bounds each connection attempt (default 10 s).
+	ConnectTimeout time.Duration
+	Observer       Observer
+	// Now is the wall clock for the run's start stamp (default time.Now).
+	Now func() time.Time
+}
+
+// Run runs one test against the server at addr (host:port). When ctx ends
+// the test stops early and the results so far are returned with Ended
+// "interrupted".
+func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
+	if err := Normalize(&cfg); err != nil {
+		return nil, err
+	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	network := c.Network
+	if network == "" {
+		network = "tcp"
+	}
+	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg, Ended: "complete"}
+
+	// Connection setup is not interrupted by ctx mid-handshake: a cancelled
+	// dial is reported as such below.
+	dialer := c.dialer(nil)
+	cc, err := dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, classifyDial(err, addr)
+	}
+	conn := cc.(*net.TCPConn)
+	defer conn.Close()
+	ctl := newCtrl(conn)
+	hello := &message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: cfg}}
+	if _, err := conn.Write([]byte(controlMagic)); err != nil {
+		return nil, &Error{Code: CodeAborted, Msg: "send hello", Err: err}
+	}
+	if err := ctl.send(hello); err != nil {
+		return nil, &Error{Code: CodeAborted, Msg: "send hello", Err: err}
+	}
+	m, err := c.expect(ctl, msgWelcome, addr)
+	if err != nil {
+		return nil, err
+	}
+	run.Remote.Version, run.Remote.Kernel = m.Welcome.Version, m.Welcome.Kernel
+	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
+	run.Client.Version, run.Client.Kernel = c.Version, tcpinfo.KernelRelease()
+
+	dirs := cfg.Directions()
+	streams := make([]*stream, 0, len(dirs))
+	defer func() {
+		for _, s := range streams {
+			s.conn.Close()
+		}
+	}()
+	for i, d := range dirs {
+		role := model.RoleOf(model.ClientSide, d)
+		dc, err := c.dialer(&cfg, role).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, classifyDial(err, addr)
+		}
+		tc := dc.(*net.TCPConn)
+		streams = append(streams, &stream{id: i, role: role, conn: tc})
+		_ = tc.SetNoDelay(cfg.NoDelay)
+		if _, err := tc.Write(dataPreamble(m.Welcome.Cookie, i)); err != nil {
+			return nil, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
+		}
+		setup, err := setupOf(tc)
+		if err != nil {
+			return nil, wrapSocket(err, "read socket options")
+		}
+		run.Streams = append(run.Streams, model.StreamInfo{
+			ID: i, Direction: d, ClientAddr: tc.LocalAddr().String(), Client: setup,
+		})
+	}
+	if err := ctl.send(&message{Type: msgStart}); err != nil {
+		return nil, &Error{Code: CodeAborted, Msg: "send start", Err: err}
+	}
+	m, err = c.expect(ctl, msgStarted, addr)
+	if err != nil {
+		return nil, err
+	}
+	for i := range run.Streams {
+		if i < len(m.Started.Setups) {
+			run.Streams[i].Server = m.Started.Setups[i]
+		}
+		if i < len(m.Started.Addrs) {
+			run.Streams[i].ServerAddr = m.Started.Addrs[i]
+		}
+	}
+	run.Warnings = bufferWarnings(&cfg, run.Streams)
+
+	var obsMu sync.Mutex
+	observe := func(f func(Observer)) {
+		if c.Observer != nil {
+			obsMu.Lock()
+			f(c.Observer)
+			obsMu.Unlock()
+		}
+	}
+	observe(func(o Observer) { o.Begin(run) })
+
+	e := newEnd(model.ClientSide, cfg, streams, func(iv model.Interval) {
+		observe(func(o Observer) { o.Interval(model.ClientSide, &iv) })
+	})
+
+	// The control connection carries the server's intervals, its request to
+	// stop (shutdown) and finally its totals.
+	var remoteMu sync.Mutex
+	var remoteIntervals []model.Interval
+	var ended = "complete"
+	doneCh := make(chan *model.EndReport, 1)
+	ctlErr := make(chan error, 1)
+	tctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			m, err := ctl.recv(0)
+			if err != nil {
+				ctlErr <- err
+				cancel()
+				return
+			}
+			switch m.Type {
+			case msgInterval:
+				remoteMu.Lock()
+				remoteIntervals = append(remoteIntervals, *m.Interval)
+				remoteMu.Unlock()
+				observe(func(o Observer) { o.Interval(model.ServerSide, m.Interval) })
+			case msgStop:
+				remoteMu.Lock()
+				ended = m.Stop.Reason
+				remoteMu.Unlock()
+				e.stop()
+			case msgError:
+				ctlErr <- &Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
+				cancel()
+				return
+			case msgDone:
+				doneCh <- m.Done
+				return
+			}
+		}
+	}()
+	interrupt := context.AfterFunc(ctx, func() {
+		remoteMu.Lock()
+		ended = "interrupted"
+		remoteMu.Unlock()
+		_ = ctl.send(&message{Type: msgStop, Stop: &stop{Reason: "interrupted"}})
+		e.stop()
+	})
+	defer interrupt()
+
+	runErr := e.run(tctx)
+	run.Client = e.report(c.Version)
+	run.Client.Kernel = tcpinfo.KernelRelease()
+
+	var done *model.EndReport
+	select {
+	case done = <-doneCh:
+	case err := <-ctlErr:
+		if runErr == nil {
+			runErr = err
+		}
+	case <-time.After(finishGrace):
+		if runErr == nil {
+			runErr = errorf(CodeTimeout, "the server may be overloaded", "server did not send its results")
+		}
+	}
+	remoteMu.Lock()
+	run.Ended = ended
+	run.Remote.Intervals = remoteIntervals
+	remoteMu.Unlock()
+	if done != nil {
+		run.Remote.Totals = done.Totals
+		run.Remote.Version, run.Remote.Kernel = done.Version, done.Kernel
+		_ = ctl.send(&message{Type: msgBye})
+	}
+	run.Remote.Side = model.ServerSide
+	run.Summary = Summarize(run)
+	if runErr != nil {
+		if CodeOf(runErr) == "" {
+			runErr = &Error{Code: CodeAborted, Msg: "test broke off", Hint: "the server or the path failed mid-test; see the server's log", Err: runErr}
+		}
+		return run, runErr
+	}
+	return run, nil
+}
+
+// dialer builds a dialer applying the stream's socket options before
+// connect, where they must be set: the MSS clamp and the receive buffer
+// shape the SYN.
+func (c *Client) dialer(cfg *model.TestConfig, role ...model.Role) *net.Dialer {
+	timeout := c.ConnectTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	d := &net.Dialer{Timeout: timeout, KeepAlive: -1}
+	if c.LocalAddr != nil {
+		d.LocalAddr = c.LocalAddr
+	}
+	if cfg != nil {
+		d.Control = tcpinfo.DialControl(socketOptions(cfg, role[0]))
+	}
+	return d
+}
+
+// expect reads the next control message, turning a server error or an
+// unexpected answer into an Error.
+func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
+	m, err := ctl.recv(handshakeTimeout)
+	if err != nil {
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			return nil, errorf(CodeTimeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
+		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? (iperf3 servers need --iperf3)", "%s closed the connection", addr)
+		case errors.Is(err, errProtocol):
+			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it an iperf3 or other server?", Err: err}
+		}
+		return nil, &Error{Code: CodeAborted, Msg: "control connection", Err: err}
+	}
+	if m.Type == msgError {
+		return nil, &Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
+	}
+	if m.Type != want {
+		return nil, errorf(CodeProtocol, "", "expected %s from the server, got %s", want, m.Type)
+	}
+	return m, nil
+}
+
+// classifyDial turns a connection error into a coded Error with a hint.
+func classifyDial(err error, addr string) error {
+	var dnsErr *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: CodeAborted, Msg: "interrupted while connecting to " + addr, Err: err}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &Error{Code: CodeRefused, Msg: "connection refused by " + addr,
+			Hint: "is `tcpscope server` running there, on that port?"}
+	case errors.As(err, &dnsErr):
+		return &Error{Code: CodeUnreachable, Msg: "cannot resolve " + addr, Hint: "check the host name", Err: err}
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EADDRNOTAVAIL):
+		return &Error{Code: CodeUnreachable, Msg: addr + " is unreachable", Hint: "check the address, --bind and the routes", Err: err}
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return &Error{Code: CodeTimeout, Msg: "timed out connecting to " + addr,
+			Hint: "a firewall may be dropping packets to that port"}
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOPROTOOPT):
+		return &Error{Code: CodeSocket, Msg: "socket option refused", Hint: socketHint(), Err: err}
+	}
+	return &Error{Code: CodeUnreachable, Msg: "cannot connect to " + addr, Err: err}
+}
+
+func socketHint() string {
+	if av := tcpinfo.AvailableCongestion(); len(av) > 0 {
+		return fmt.Sprintf("congestion control algorithms available here: %v", av)
+	}
+	return "check -C, -M and --fq-rate"
+}

@@ -1,0 +1,109 @@
+package perf
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// Defaults and bounds of a test.
+const (
+	DefaultDuration = 10 * time.Second
+	DefaultInterval = time.Second
+	DefaultLength   = 128 * model.KiB
+	MinInterval     = 10 * time.Millisecond
+	MaxParallel     = 128
+	maxLength       = 16 * model.MiB
+	maxWindow       = 1 * model.GiB
+)
+
+// Limits bound what a server accepts; zero fields take the defaults.
+type Limits struct {
+	MaxTests    int           // concurrent tests
+	MaxDuration time.Duration // per test, including the omitted start
+	MaxStreams  int           // per test, counting both directions
+}
+
+// DefaultLimits are a server's limits unless configured.
+var DefaultLimits = Limits{MaxTests: 32, MaxDuration: 5 * time.Minute, MaxStreams: MaxParallel}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxTests <= 0 {
+		l.MaxTests = DefaultLimits.MaxTests
+	}
+	if l.MaxDuration <= 0 {
+		l.MaxDuration = DefaultLimits.MaxDuration
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = DefaultLimits.MaxStreams
+	}
+	return l
+}
+
+// Normalize fills defaults into c and checks it. Both ends call it: the
+// client before connecting, the server on what it receives.
+func Normalize(c *model.TestConfig) error {
+	if c.Protocol == "" {
+		c.Protocol = "tcp"
+	}
+	if c.Protocol != "tcp" {
+		return errorf(CodeBadConfig, "only tcp is supported", "protocol %q not supported", c.Protocol)
+	}
+	if c.Parallel == 0 {
+		c.Parallel = 1
+	}
+	if c.Length == 0 {
+		c.Length = DefaultLength
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Duration == 0 && c.Bytes == 0 {
+		c.Duration = DefaultDuration
+	}
+	switch {
+	case c.Parallel < 1 || c.Parallel > MaxParallel:
+		return errorf(CodeBadConfig, fmt.Sprintf("use -P between 1 and %d", MaxParallel), "parallel streams %d out of range", c.Parallel)
+	case c.Duration < 0 || c.Bytes < 0:
+		return errorf(CodeBadConfig, "durations and byte counts must be positive", "negative duration or byte count")
+	case c.Duration > 0 && c.Bytes > 0:
+		return errorf(CodeBadConfig, "use either -t or -n", "both a duration and a byte count given")
+	case c.Length < 1 || c.Length > maxLength:
+		return errorf(CodeBadConfig, "use -l between 1 B and 16 MiB", "write length %d B out of range", c.Length)
+	case c.Window < 0 || c.Window > maxWindow:
+		return errorf(CodeBadConfig, "use -w up to 1 GiB", "window %d B out of range", c.Window)
+	case c.Interval < MinInterval:
+		return errorf(CodeBadConfig, "use -i 10ms or more", "interval %v below the 10 ms minimum", c.Interval)
+	case c.Omit < 0:
+		return errorf(CodeBadConfig, "use -O with a positive duration", "negative omit %v", c.Omit)
+	case c.Reverse && c.Bidir:
+		return errorf(CodeBadConfig, "--bidir already sends both ways", "-R and --bidir together")
+	case c.MSS < 0 || (c.MSS > 0 && (c.MSS < 88 || c.MSS > 65535)):
+		return errorf(CodeBadConfig, "use -M between 88 and 65535 bytes", "MSS %d out of range", c.MSS)
+	case c.FQRate < 0:
+		return errorf(CodeBadConfig, "use a positive pacing rate", "negative pacing rate")
+	}
+	return nil
+}
+
+// span is how long the senders run: the omitted start plus the duration
+// (zero for a byte-count test).
+func span(c *model.TestConfig) time.Duration {
+	if c.Duration == 0 {
+		return 0
+	}
+	return c.Omit + c.Duration
+}
+
+// checkLimits applies a server's limits to a normalized config.
+func checkLimits(c *model.TestConfig, l Limits) error {
+	streams := len(c.Directions())
+	if streams > l.MaxStreams {
+		return errorf(CodeLimit, fmt.Sprintf("ask for at most %d streams", l.MaxStreams), "%d streams over the server's limit of %d", streams, l.MaxStreams)
+	}
+	if d := span(c); d > l.MaxDuration {
+		return errorf(CodeLimit, fmt.Sprintf("ask for at most %v", l.MaxDuration), "duration %v over the server's limit of %v", d, l.MaxDuration)
+	}
+	return nil
+}

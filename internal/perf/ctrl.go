@@ -1,0 +1,96 @@
+package perf
+
+import (
+	"bufio"
+	"crypto/rand"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+)
+
+// Timeouts of the control protocol.
+const (
+	handshakeTimeout = 10 * time.Second
+	writeTimeout     = 10 * time.Second
+)
+
+// ctrl is a control connection shared by several goroutines: writes are
+// serialised and bounded in time, so a peer that stops reading cannot
+// wedge the sender of intervals.
+type ctrl struct {
+	conn net.Conn
+	r    *bufio.Reader
+	mu   sync.Mutex
+}
+
+func newCtrl(c net.Conn) *ctrl { return &ctrl{conn: c, r: bufio.NewReader(c)} }
+
+func (c *ctrl) send(m *message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return writeMessage(c.conn, m)
+}
+
+// recv reads one message, waiting at most d (0: no limit).
+func (c *ctrl) recv(d time.Duration) (*message, error) {
+	if d > 0 {
+		_ = c.conn.SetReadDeadline(time.Now().Add(d))
+	} else {
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
+	return readMessage(c.r)
+}
+
+func (c *ctrl) sendError(code Code, msg, hint string) {
+	_ = c.send(&message{Type: msgError, Error: &wireError{Code: code, Message: msg, Hint: hint}})
+}
+
+func newCookie() []byte {
+	b := make([]byte, cookieLen)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return b
+}
+
+// socketOptions are the options one end applies to a stream's socket.
+func socketOptions(cfg *model.TestConfig, role model.Role) tcpinfo.SocketOptions {
+	o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window, Congestion: cfg.Congestion, MSS: cfg.MSS}
+	if role == model.Sender {
+		o.MaxPacingRate = cfg.FQRate
+	}
+	return o
+}
+
+// setupOf reads back what the kernel granted.
+func setupOf(c *net.TCPConn) (model.SocketSetup, error) {
+	var s model.SocketSetup
+	var err error
+	if s.SndBuf, s.RcvBuf, err = tcpinfo.Buffers(c); err != nil {
+		return s, err
+	}
+	if s.Congestion, err = tcpinfo.Congestion(c); err != nil {
+		return s, err
+	}
+	if s.MSS, err = tcpinfo.MSS(c); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func wrapSocket(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Code: CodeSocket, Msg: what, Err: err}
+}
+
+func fmtStreams(n int) string {
+	if n == 1 {
+		return "1 stream"
+	}
+	return fmt.Sprintf("%d streams", n)
+}

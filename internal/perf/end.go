@@ -1,0 +1,411 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+)
+
+// finishGrace is how long a sender waits for its receiver to confirm the
+// last byte, and how long past the planned end a receiver keeps reading.
+const finishGrace = 30 * time.Second
+
+// stream is one data connection at one end.
+type stream struct {
+	id   int
+	role model.Role
+	conn *net.TCPConn
+
+	moved atomic.Int64 // application bytes written or read
+
+	// Set by the stream's goroutine before done is closed.
+	done     chan struct{}
+	finished time.Duration // stop of writing, or arrival of the last byte
+	final    model.Sample
+	err      error
+}
+
+// end runs one side's streams and samples them every interval.
+type end struct {
+	side    model.Side
+	cfg     model.TestConfig
+	streams []*stream
+	// budget is the bytes left to send per direction in a byte-count test.
+	budget atomic.Int64
+	// emit receives each interval as it completes, on the sampler goroutine.
+	emit func(model.Interval)
+	// hardStop bounds a test whatever its config (the server's limit).
+	hardStop time.Duration
+
+	t0        time.Time
+	stopOnce  sync.Once
+	stopped   chan struct{}
+	intervals []model.Interval
+
+	// Per-stream state at the omit boundary and peaks, owned by the sampler.
+	omitBytes  []int64
+	omitSample []model.Sample
+	maxCwnd    []model.Bytes
+	maxRTT     []time.Duration
+	maxSndWnd  []model.Opt[model.Bytes]
+}
+
+func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(model.Interval)) *end {
+	e := &end{side: side, cfg: cfg, streams: streams, emit: emit, stopped: make(chan struct{})}
+	// Each end sends one direction at most, so one budget per end serves
+	// a byte count "per direction".
+	e.budget.Store(int64(cfg.Bytes))
+	n := len(streams)
+	e.omitBytes = make([]int64, n)
+	e.omitSample = make([]model.Sample, n)
+	e.maxCwnd = make([]model.Bytes, n)
+	e.maxRTT = make([]time.Duration, n)
+	e.maxSndWnd = make([]model.Opt[model.Bytes], n)
+	for _, s := range streams {
+		s.done = make(chan struct{})
+	}
+	return e
+}
+
+// stop makes the senders stop early; receivers keep reading to the end.
+func (e *end) stop() {
+	e.stopOnce.Do(func() {
+		close(e.stopped)
+		for _, s := range e.streams {
+			if s.role == model.Sender {
+				// A deadline in the past wakes a blocked Write at once.
+				_ = s.conn.SetWriteDeadline(time.Unix(1, 0))
+			}
+		}
+	})
+}
+
+// abort breaks off every stream, readers included.
+func (e *end) abort() {
+	e.stop()
+	for _, s := range e.streams {
+		_ = s.conn.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// run starts the clock, runs all streams and the sampler, and returns when
+// every stream has finished. ctx cancellation aborts.
+func (e *end) run(ctx context.Context) error {
+	e.t0 = time.Now()
+	for i, s := range e.streams {
+		// The first sample anchors the deltas of the first interval.
+		first, err := tcpinfo.Read(s.conn)
+		if err != nil {
+			return fmt.Errorf("read tcp_info of stream %d: %w", s.id, err)
+		}
+		e.omitSample[i] = first
+	}
+	stopAbort := context.AfterFunc(ctx, e.abort)
+	defer stopAbort()
+
+	var wg sync.WaitGroup
+	for _, s := range e.streams {
+		wg.Go(func() {
+			defer close(s.done)
+			if s.role == model.Sender {
+				s.err = e.send(s)
+			} else {
+				s.err = e.receive(s)
+			}
+		})
+	}
+	e.sample()
+	wg.Wait()
+	var errs []error
+	for _, s := range e.streams {
+		if s.err != nil {
+			errs = append(errs, fmt.Errorf("stream %d: %w", s.id, s.err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *end) since() time.Duration { return time.Since(e.t0) }
+
+// send writes until the duration ends, the byte budget is spent or stop is
+// called, then half-closes and waits for the receiver to confirm.
+func (e *end) send(s *stream) error {
+	buf := make([]byte, e.cfg.Length)
+	for i := range buf {
+		// A pattern, not zeros, so nothing on the path can compress it.
+		buf[i] = byte(i*7 + i>>8)
+	}
+	if d := span(&e.cfg); d > 0 {
+		_ = s.conn.SetWriteDeadline(e.t0.Add(d))
+	} else if e.hardStop > 0 {
+		_ = s.conn.SetWriteDeadline(e.t0.Add(e.hardStop))
+	}
+	byteMode := e.cfg.Bytes > 0
+	var werr error
+	for {
+		chunk := buf
+		if byteMode {
+			left := e.budget.Add(-int64(len(buf)))
+			if left+int64(len(buf)) <= 0 {
+				break
+			}
+			if left < 0 {
+				chunk = buf[:int64(len(buf))+left]
+			}
+		}
+		n, err := s.conn.Write(chunk)
+		s.moved.Add(int64(n))
+		if err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				werr = fmt.Errorf("write: %w", err)
+			}
+			break
+		}
+	}
+	s.finished = e.since()
+	if werr != nil {
+		s.final, _ = tcpinfo.Read(s.conn)
+		return werr
+	}
+	if err := s.conn.CloseWrite(); err != nil {
+		return fmt.Errorf("half-close: %w", err)
+	}
+	// The receiver half-closes after reading our end of file: then every
+	// byte is acknowledged and the final sample shows the whole transfer.
+	_ = s.conn.SetReadDeadline(time.Now().Add(finishGrace))
+	var one [512]byte
+	for {
+		_, err := s.conn.Read(one[:])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.final, _ = tcpinfo.Read(s.conn)
+			return fmt.Errorf("wait for the receiver to finish: %w", err)
+		}
+	}
+	var err error
+	s.final, err = tcpinfo.Read(s.conn)
+	s.final.At = e.since()
+	return err
+}
+
+// receive reads to end of file, then half-closes to confirm.
+func (e *end) receive(s *stream) error {
+	size := e.cfg.Length
+	if size < 256*model.KiB {
+		// Reading more per call than the sender writes costs nothing and
+		// saves system calls when data has piled up.
+		size = 256 * model.KiB
+	}
+	buf := make([]byte, size)
+	limit := span(&e.cfg)
+	if limit == 0 {
+		limit = e.hardStop
+	}
+	if limit > 0 {
+		_ = s.conn.SetReadDeadline(e.t0.Add(limit + finishGrace))
+	}
+	for {
+		n, err := s.conn.Read(buf)
+		s.moved.Add(int64(n))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			s.finished = e.since()
+			s.final, _ = tcpinfo.Read(s.conn)
+			return fmt.Errorf("read: %w", err)
+		}
+	}
+	s.finished = e.since()
+	var err error
+	s.final, err = tcpinfo.Read(s.conn)
+	s.final.At = s.finished
+	if cerr := s.conn.CloseWrite(); cerr != nil && err == nil {
+		err = fmt.Errorf("half-close: %w", cerr)
+	}
+	return err
+}
+
+// sample emits one interval per tick until every stream is done, then a
+// last, shorter interval ending when the last stream finished.
+func (e *end) sample() {
+	n := len(e.streams)
+	prevBytes := make([]int64, n)
+	prev := make([]model.Sample, n)
+	copy(prev, e.omitSample)
+	allDone := make(chan struct{})
+	go func() {
+		for _, s := range e.streams {
+			<-s.done
+		}
+		close(allDone)
+	}()
+	ticker := time.NewTicker(e.cfg.Interval)
+	defer ticker.Stop()
+	var omitC <-chan time.Time
+	if e.cfg.Omit > 0 {
+		t := time.NewTimer(e.cfg.Omit)
+		defer t.Stop()
+		omitC = t.C
+	}
+	var start time.Duration
+	for index := 0; ; index++ {
+		last := false
+		select {
+		case <-ticker.C:
+		case <-allDone:
+			last = true
+		case <-omitC:
+			// Snapshot the counters where the measured period begins; the
+			// interval in progress goes on.
+			for i, s := range e.streams {
+				e.omitBytes[i] = s.moved.Load()
+				if smp, ok := e.read(s); ok {
+					e.omitSample[i] = smp
+				}
+			}
+			index--
+			continue
+		}
+		iv := model.Interval{Index: index, Start: start, Streams: make([]model.StreamInterval, n)}
+		end := e.since()
+		if last {
+			end = 0
+			for _, s := range e.streams {
+				end = max(end, s.finished)
+			}
+		}
+		for i, s := range e.streams {
+			cur, ok := e.read(s)
+			if !ok {
+				cur = prev[i]
+			}
+			b := s.moved.Load()
+			e.observe(i, &cur)
+			iv.Streams[i] = intervalOf(s, &prev[i], &cur, model.Bytes(b-prevBytes[i]), end-start)
+			prev[i], prevBytes[i] = cur, b
+		}
+		iv.End = end
+		iv.Omitted = e.cfg.Omit > 0 && end <= e.cfg.Omit
+		if last && idle(&iv) && end-start < e.cfg.Interval/10 {
+			// The senders stopped on a tick: a sliver of an interval with
+			// no data says nothing (the totals keep the final samples).
+			return
+		}
+		e.intervals = append(e.intervals, iv)
+		if e.emit != nil {
+			e.emit(iv)
+		}
+		start = end
+		if last {
+			return
+		}
+	}
+}
+
+// read samples a stream's socket, or returns its final sample once done.
+func (e *end) read(s *stream) (model.Sample, bool) {
+	select {
+	case <-s.done:
+		return s.final, s.final.KernelLen > 0
+	default:
+	}
+	smp, err := tcpinfo.Read(s.conn)
+	if err != nil {
+		return model.Sample{}, false
+	}
+	smp.At = e.since()
+	return smp, true
+}
+
+func (e *end) observe(i int, s *model.Sample) {
+	e.maxCwnd[i] = max(e.maxCwnd[i], s.CwndBytes())
+	e.maxRTT[i] = max(e.maxRTT[i], s.RTT)
+	if w, ok := s.SndWnd.Get(); ok && (!e.maxSndWnd[i].OK || w > e.maxSndWnd[i].V) {
+		e.maxSndWnd[i] = model.Some(w)
+	}
+}
+
+func intervalOf(s *stream, prev, cur *model.Sample, moved model.Bytes, dt time.Duration) model.StreamInterval {
+	si := model.StreamInterval{
+		Stream: s.id,
+		Role:   s.role,
+		Bytes:  moved,
+		Rate:   model.RateOf(moved, dt.Seconds()),
+		TCP:    *cur,
+	}
+	si.RetransSegs = cur.TotalRetrans - prev.TotalRetrans
+	if a, ok := prev.BytesRetrans.Get(); ok && cur.BytesRetrans.OK {
+		si.RetransBytes = model.Some(cur.BytesRetrans.V - a)
+	}
+	if s.role == model.Sender {
+		si.Limited = model.LimitedBetween(prev, cur)
+	}
+	return si
+}
+
+// totals summarises each stream over the measured period.
+func (e *end) totals() []model.StreamTotal {
+	out := make([]model.StreamTotal, len(e.streams))
+	for i, s := range e.streams {
+		all := s.moved.Load()
+		measured := model.Bytes(all - e.omitBytes[i])
+		dur := s.finished - e.cfg.Omit
+		if dur < 0 {
+			dur = 0
+		}
+		o := &e.omitSample[i]
+		t := model.StreamTotal{
+			Stream:      s.id,
+			Role:        s.role,
+			Bytes:       measured,
+			Duration:    dur,
+			Rate:        model.RateOf(measured, dur.Seconds()),
+			AllBytes:    model.Bytes(all),
+			RetransSegs: s.final.TotalRetrans - o.TotalRetrans,
+			Final:       s.final,
+			MaxCwnd:     e.maxCwnd[i],
+			MaxRTT:      e.maxRTT[i],
+			MaxSndWnd:   e.maxSndWnd[i],
+		}
+		if a, ok := o.BytesRetrans.Get(); ok && s.final.BytesRetrans.OK {
+			t.RetransBytes = model.Some(s.final.BytesRetrans.V - a)
+		}
+		if s.role == model.Sender {
+			t.Limited = model.LimitedBetween(o, &s.final)
+		}
+		out[i] = t
+	}
+	return out
+}
+
+func (e *end) report(version string) model.EndReport {
+	return model.EndReport{
+		Side:      e.side,
+		Version:   version,
+		Kernel:    tcpinfo.KernelRelease(),
+		Intervals: e.intervals,
+		Totals:    e.totals(),
+	}
+}
+
+// idle reports an interval in which no stream moved a byte.
+func idle(iv *model.Interval) bool {
+	for _, s := range iv.Streams {
+		if s.Bytes != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,413 @@
+package perf
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// startServer serves on a fresh loopback port until the test ends.
+func startServer(t *testing.T, lim Limits) (string, context.CancelFunc) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := &Server{Limits: lim, Version: "test"}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("server did not stop")
+		}
+	})
+	return ln.Addr().String(), cancel
+}
+
+func quick(c model.TestConfig) model.TestConfig {
+	if c.Duration == 0 && c.Bytes == 0 {
+		c.Duration = 600 * time.Millisecond
+	}
+	if c.Interval == 0 {
+		c.Interval = 200 * time.Millisecond
+	}
+	return c
+}
+
+// checkRun asserts the invariants every complete run must satisfy.
+func checkRun(t *testing.T, run *model.Run) {
+	t.Helper()
+	if len(run.Client.Intervals) == 0 || len(run.Remote.Intervals) == 0 {
+		t.Fatalf("intervals: client %d, server %d; want both ends present", len(run.Client.Intervals), len(run.Remote.Intervals))
+	}
+	nstreams := len(run.Streams)
+	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+		if len(e.Totals) != nstreams {
+			t.Fatalf("%s totals for %d streams, want %d", e.Side, len(e.Totals), nstreams)
+		}
+		var prevEnd time.Duration
+		for i, iv := range e.Intervals {
+			if iv.Index != i || iv.Start != prevEnd || iv.End < iv.Start {
+				t.Fatalf("%s interval %d: index %d span %v-%v after %v: not monotonic", e.Side, i, iv.Index, iv.Start, iv.End, prevEnd)
+			}
+			prevEnd = iv.End
+			if len(iv.Streams) != nstreams {
+				t.Fatalf("%s interval %d has %d streams", e.Side, i, len(iv.Streams))
+			}
+			for _, si := range iv.Streams {
+				if si.TCP.KernelLen < 104 || si.TCP.SndMSS == 0 {
+					t.Fatalf("%s interval %d stream %d: no kernel sample: %+v", e.Side, i, si.Stream, si.TCP)
+				}
+			}
+		}
+	}
+	// Bytes agree between ends: the sender's half-close and the receiver's
+	// read to end of file leave nothing uncounted.
+	for _, s := range run.Streams {
+		snd, rcv := &run.Client, &run.Remote
+		if s.Direction == model.ServerToClient {
+			snd, rcv = rcv, snd
+		}
+		sent, got := snd.Totals[s.ID], rcv.Totals[s.ID]
+		if sent.Role != model.Sender || got.Role != model.Receiver {
+			t.Fatalf("stream %d roles %s/%s", s.ID, sent.Role, got.Role)
+		}
+		if sent.AllBytes != got.AllBytes {
+			t.Fatalf("stream %d: sender wrote %d B, receiver read %d B", s.ID, sent.AllBytes, got.AllBytes)
+		}
+		if b, ok := got.Final.BytesReceived.Get(); ok && b < got.AllBytes {
+			t.Fatalf("stream %d: kernel says %d B received, application read %d", s.ID, b, got.AllBytes)
+		}
+		// Interval bytes add up to the total at each end.
+		for _, e := range []*model.EndReport{snd, rcv} {
+			var sum model.Bytes
+			for _, iv := range e.Intervals {
+				sum += iv.Streams[s.ID].Bytes
+			}
+			if sum != e.Totals[s.ID].AllBytes {
+				t.Fatalf("%s stream %d: intervals sum to %d B, total %d B", e.Side, s.ID, sum, e.Totals[s.ID].AllBytes)
+			}
+		}
+	}
+	for _, d := range run.Summary {
+		// With an omitted start each end cuts at its own moment.
+		if (run.Config.Omit == 0 && d.ReceiverBytes != d.SenderBytes) || d.Goodput <= 0 || d.Duration <= 0 {
+			t.Fatalf("summary %+v", d)
+		}
+	}
+}
+
+func TestLoopbackModes(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	cases := []struct {
+		name string
+		cfg  model.TestConfig
+		dirs map[model.Direction]int
+	}{
+		{"upload", model.TestConfig{}, map[model.Direction]int{model.ClientToServer: 1}},
+		{"parallel", model.TestConfig{Parallel: 3}, map[model.Direction]int{model.ClientToServer: 3}},
+		{"reverse", model.TestConfig{Reverse: true, Parallel: 2}, map[model.Direction]int{model.ServerToClient: 2}},
+		{"bidir", model.TestConfig{Bidir: true}, map[model.Direction]int{model.ClientToServer: 1, model.ServerToClient: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run, err := (&Client{Version: "test"}).Run(context.Background(), addr, quick(c.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkRun(t, run)
+			if len(run.Summary) != len(c.dirs) {
+				t.Fatalf("summary has %d directions, want %d", len(run.Summary), len(c.dirs))
+			}
+			for _, d := range run.Summary {
+				if c.dirs[d.Direction] != d.Streams {
+					t.Fatalf("direction %s has %d streams, want %d", d.Direction, d.Streams, c.dirs[d.Direction])
+				}
+			}
+			if run.Ended != "complete" {
+				t.Fatalf("ended %q", run.Ended)
+			}
+		})
+	}
+}
+
+func TestByteCount(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	const n = 10_000_000
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Bytes: n, Parallel: 3, Length: 100_000, Bidir: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, run)
+	for _, d := range run.Summary {
+		if d.SenderBytes != n || d.ReceiverBytes != n {
+			t.Fatalf("%s: sent %d, received %d, want exactly %d", d.Direction, d.SenderBytes, d.ReceiverBytes, n)
+		}
+	}
+}
+
+func TestOmit(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Omit: 300 * time.Millisecond, Duration: 500 * time.Millisecond, Interval: 100 * time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, run)
+	if !run.Client.Intervals[0].Omitted || run.Client.Intervals[len(run.Client.Intervals)-1].Omitted {
+		t.Fatal("first intervals must be marked omitted, the last not")
+	}
+	tot := run.Client.Totals[0]
+	if tot.Bytes >= tot.AllBytes || tot.Duration > 600*time.Millisecond || tot.Duration < 400*time.Millisecond {
+		t.Fatalf("omit not applied: %d of %d B over %v", tot.Bytes, tot.AllBytes, tot.Duration)
+	}
+}
+
+func TestWindowGrant(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Window: 64 * model.KiB, Duration: 200 * time.Millisecond}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := run.Streams[0]
+	// Linux doubles the request (64 KiB is below every default maximum).
+	for _, got := range []model.Bytes{s.Client.SndBuf, s.Client.RcvBuf, s.Server.SndBuf, s.Server.RcvBuf} {
+		if got != 128*model.KiB {
+			t.Fatalf("granted %v, want 128 KiB: %+v", got, s)
+		}
+	}
+	if len(run.Warnings) != 0 {
+		t.Fatalf("unexpected warnings %v", run.Warnings)
+	}
+}
+
+func TestBufferWarnings(t *testing.T) {
+	cfg := model.TestConfig{Window: 4 * model.MiB}
+	streams := []model.StreamInfo{{
+		Client: model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 416 * model.KiB},
+		Server: model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 8 * model.MiB},
+	}}
+	w := bufferWarnings(&cfg, streams)
+	if len(w) != 1 || !strings.Contains(w[0], "net.core.rmem_max") || !strings.Contains(w[0], "client") || !strings.Contains(w[0], "=4194304") {
+		t.Fatalf("warnings %q", w)
+	}
+}
+
+func TestConcurrentClients(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
+			if err == nil && (len(run.Remote.Totals) != 1 || run.Summary[0].ReceiverBytes == 0) {
+				err = fmt.Errorf("incomplete run %+v", run.Summary)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	addr, _ := startServer(t, Limits{MaxTests: 1, MaxDuration: 5 * time.Second, MaxStreams: 4})
+	c := &Client{}
+	_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 10 * time.Second}))
+	if CodeOf(err) != CodeLimit || !strings.Contains(err.Error(), "limit of 5s") {
+		t.Fatalf("long test: %v", err)
+	}
+	_, err = c.Run(context.Background(), addr, quick(model.TestConfig{Parallel: 3, Bidir: true}))
+	if CodeOf(err) != CodeLimit {
+		t.Fatalf("6 streams over a limit of 4: %v", err)
+	}
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 1500 * time.Millisecond}))
+		first <- err
+	}()
+	time.Sleep(400 * time.Millisecond)
+	_, err = c.Run(context.Background(), addr, quick(model.TestConfig{}))
+	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "server busy (1 running, limit 1)") {
+		t.Fatalf("second client: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first client: %v", err)
+	}
+}
+
+func TestRefused(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
+	if CodeOf(err) != CodeRefused || HintOf(err) == "" {
+		t.Fatalf("got %v (code %q)", err, CodeOf(err))
+	}
+}
+
+func TestBadCongestion(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Congestion: "no-such-cc"}))
+	if CodeOf(err) != CodeSocket {
+		t.Fatalf("got %v (code %q)", err, CodeOf(err))
+	}
+}
+
+// rawHello speaks the control protocol by hand.
+func rawHello(t *testing.T, addr string, h hello) *message {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(controlMagic))
+	if err := writeMessage(c, &message{Type: msgHello, Hello: &h}); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	m, err := readMessage(bufio.NewReader(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestVersionMismatch(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	m := rawHello(t, addr, hello{Protocol: 99, Config: model.TestConfig{}})
+	if m.Type != msgError || m.Error.Code != CodeVersion || m.Error.Hint == "" {
+		t.Fatalf("got %+v", m)
+	}
+	m = rawHello(t, addr, hello{Protocol: ProtocolVersion, Config: model.TestConfig{Parallel: 1000}})
+	if m.Type != msgError || m.Error.Code != CodeBadConfig {
+		t.Fatalf("got %+v", m)
+	}
+}
+
+// A server must shrug off anything a client sends and keep serving.
+func TestHostileClients(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	huge := make([]byte, 4)
+	binary.BigEndian.PutUint32(huge, 1<<31)
+	junk := [][]byte{
+		[]byte("GET / HTTP/1.1\r\n\r\n"),
+		[]byte(controlMagic),
+		append([]byte(controlMagic), huge...),
+		append([]byte(controlMagic), 0, 0, 0, 5, '{', '"', 't'),
+		append([]byte(controlMagic), 0, 0, 0, 2, '{', '}'),
+		append([]byte(dataMagic), bytes.Repeat([]byte{7}, 18)...),
+		[]byte(dataMagic[:4]),
+		append(append([]byte(controlMagic), 0, 0, 0, 17), []byte(`{"type":"hello"}`+" ")...),
+	}
+	for _, j := range junk {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(j)
+		c.(*net.TCPConn).CloseWrite()
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		var buf [256]byte
+		for {
+			if _, err := c.Read(buf[:]); err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					t.Fatalf("server kept a hostile connection open: %q", j)
+				}
+				break
+			}
+		}
+		c.Close()
+	}
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
+	if err != nil {
+		t.Fatalf("server broken after hostile input: %v", err)
+	}
+	checkRun(t, run)
+}
+
+func TestServerShutdown(t *testing.T) {
+	addr, stopServer := startServer(t, Limits{})
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		stopServer()
+	}()
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 5 * time.Second, Bidir: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Ended != "server-shutdown" {
+		t.Fatalf("ended %q", run.Ended)
+	}
+	checkRun(t, run)
+	if d := run.Summary[0].Duration; d > 3*time.Second {
+		t.Fatalf("test ran %v after shutdown", d)
+	}
+}
+
+func TestClientInterrupt(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	run, err := (&Client{}).Run(ctx, addr, quick(model.TestConfig{Duration: 5 * time.Second, Reverse: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Ended != "interrupted" {
+		t.Fatalf("ended %q", run.Ended)
+	}
+	checkRun(t, run)
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	f.Add([]byte(`{"type":"hello","hello":{"protocol":1,"config":{"parallel":2}}}`))
+	f.Add([]byte(`{"type":"interval","interval":{"index":1,"streams":[{"stream":0,"tcp":{"state":"established","snd_wnd":5}}]}}`))
+	f.Add([]byte(`{"type":"error","error":{"code":"busy"}}`))
+	f.Add([]byte(`{"type":"bye"}`))
+	f.Add([]byte{0xff, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeMessage(b)
+		if err == nil && m == nil {
+			t.Fatal("nil message without error")
+		}
+		if err != nil && !errors.Is(err, errProtocol) {
+			t.Fatalf("error %v not marked as a protocol error", err)
+		}
+		// Framed, the same bytes must decode identically or fail cleanly.
+		var buf bytes.Buffer
+		binary.Write(&buf, binary.BigEndian, uint32(len(b)))
+		buf.Write(b)
+		_, ferr := readMessage(bufio.NewReader(&buf))
+		if (ferr == nil) != (err == nil) && len(b) > 0 {
+			t.Fatalf("framed decode disagrees: %v vs %v", ferr, err)
+		}
+		if err == nil && m.Hello != nil {
+			cfg := m.Hello.Config
+			_ = Normalize(&cfg)
+			_ = checkLimits(&cfg, DefaultLimits)
+		}
+	})
+}

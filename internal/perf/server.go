@@ -1,0 +1,359 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+)
+
+// Server serves tests on a listener. Unlike iperf3's server it runs many
+// tests at once, up to Limits.MaxTests.
+type Server struct {
+	Limits  Limits
+	Version string
+	Logger  *slog.Logger
+	// OnTest, when set, receives the server's view of each finished test.
+	OnTest func(TestRecord)
+	// ShutdownGrace bounds how long Serve waits for running tests after its
+	// context ends (default 15 s).
+	ShutdownGrace time.Duration
+
+	mu      sync.Mutex
+	running map[string]*serverTest // by cookie
+	wg      sync.WaitGroup
+}
+
+// TestRecord is what the server saw of one test.
+type TestRecord struct {
+	Client string
+	Config model.TestConfig
+	Report model.EndReport
+	Ended  string
+	Err    error
+}
+
+type dataConn struct {
+	conn   *net.TCPConn
+	stream int
+}
+
+type serverTest struct {
+	cookie []byte
+	nconn  int
+	data   chan dataConn
+}
+
+// Serve accepts connections until ctx ends, then stops the running tests
+// (their clients are told and get their results) and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.Limits = s.Limits.withDefaults()
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.ShutdownGrace == 0 {
+		s.ShutdownGrace = 15 * time.Second
+	}
+	s.mu.Lock()
+	s.running = make(map[string]*serverTest)
+	s.mu.Unlock()
+
+	stopAccept := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stopAccept()
+	var err error
+	for {
+		c, aerr := ln.Accept()
+		if aerr != nil {
+			if ctx.Err() == nil {
+				var ne net.Error
+				if errors.As(aerr, &ne) && ne.Timeout() {
+					continue
+				}
+				if !errors.Is(aerr, net.ErrClosed) {
+					// Transient errors (EMFILE) should not end the server.
+					s.Logger.Warn("accept", "err", aerr)
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				err = fmt.Errorf("accept: %w", aerr)
+			}
+			break
+		}
+		s.wg.Go(func() { s.handle(ctx, c) })
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.ShutdownGrace + finishGrace):
+		s.Logger.Warn("shutdown: tests still running after the grace period")
+	}
+	return err
+}
+
+// handle tells a connection's kind by its first bytes.
+func (s *Server) handle(ctx context.Context, c net.Conn) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	var magic [magicLen]byte
+	if _, err := io.ReadFull(c, magic[:]); err != nil {
+		c.Close()
+		return
+	}
+	switch string(magic[:]) {
+	case controlMagic:
+		s.control(ctx, tc)
+	case dataMagic:
+		s.data(tc)
+	default:
+		s.Logger.Debug("unknown protocol", "remote", c.RemoteAddr(), "first_bytes", fmt.Sprintf("%q", magic[:]))
+		c.Close()
+	}
+}
+
+// data hands a data connection to the test whose cookie it carries.
+func (s *Server) data(c *net.TCPConn) {
+	rest := make([]byte, dataPreambleLen-magicLen)
+	if _, err := io.ReadFull(c, rest); err != nil {
+		c.Close()
+		return
+	}
+	cookie, id, err := parseDataPreamble(rest)
+	if err != nil {
+		c.Close()
+		return
+	}
+	s.mu.Lock()
+	t := s.running[string(cookie)]
+	s.mu.Unlock()
+	if t == nil || id >= t.nconn {
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	select {
+	case t.data <- dataConn{conn: c, stream: id}:
+	default:
+		c.Close() // more connections than the test has streams
+	}
+}
+
+// admit registers a test or says why not.
+func (s *Server) admit(t *serverTest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.running); n >= s.Limits.MaxTests {
+		return errorf(CodeBusy, "try again when a test has finished, or raise the server's --max-tests",
+			"server busy (%d running, limit %d)", n, s.Limits.MaxTests)
+	}
+	s.running[string(t.cookie)] = t
+	return nil
+}
+
+func (s *Server) release(t *serverTest) {
+	s.mu.Lock()
+	delete(s.running, string(t.cookie))
+	s.mu.Unlock()
+}
+
+// control runs one test from hello to bye.
+func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
+	defer conn.Close()
+	log := s.Logger.With("client", conn.RemoteAddr().String())
+	c := newCtrl(conn)
+	m, err := c.recv(handshakeTimeout)
+	if err != nil || m.Type != msgHello {
+		log.Debug("handshake", "err", err)
+		return
+	}
+	if m.Hello.Protocol != ProtocolVersion {
+		c.sendError(CodeVersion, fmt.Sprintf("server speaks protocol %d, client %d", ProtocolVersion, m.Hello.Protocol),
+			fmt.Sprintf("use the same tcpscope release on both ends (server has %s)", s.Version))
+		return
+	}
+	cfg := m.Hello.Config
+	if err := Normalize(&cfg); err != nil {
+		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		return
+	}
+	if err := checkLimits(&cfg, s.Limits); err != nil {
+		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		return
+	}
+	dirs := cfg.Directions()
+	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs))}
+	if err := s.admit(t); err != nil {
+		log.Info("refused", "reason", err)
+		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		return
+	}
+	defer s.release(t)
+
+	rec := TestRecord{Client: conn.RemoteAddr().String(), Config: cfg}
+	log = log.With("client_version", m.Hello.Version)
+	rec.Report, rec.Ended, rec.Err = s.runTest(ctx, c, t, cfg, dirs)
+	if rec.Err != nil {
+		log.Warn("test failed", "err", rec.Err)
+	} else {
+		log.Info("test done", summaryAttrs(rec.Report)...)
+	}
+	if s.OnTest != nil {
+		s.OnTest(rec)
+	}
+}
+
+func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) (model.EndReport, string, error) {
+	var rep model.EndReport
+	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
+		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie,
+	}}); err != nil {
+		return rep, "", err
+	}
+	streams := make([]*stream, len(dirs))
+	defer func() {
+		for _, st := range streams {
+			if st != nil {
+				st.conn.Close()
+			}
+		}
+	}()
+	deadline := time.NewTimer(handshakeTimeout)
+	defer deadline.Stop()
+	for got := 0; got < len(dirs); {
+		select {
+		case d := <-t.data:
+			if streams[d.stream] != nil {
+				d.conn.Close()
+				continue
+			}
+			streams[d.stream] = &stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn}
+			got++
+		case <-deadline.C:
+			c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
+			return rep, "", errors.New("data connections did not arrive")
+		case <-ctx.Done():
+			c.sendError(CodeShutdown, "server shutting down", "try again later")
+			return rep, "", ctx.Err()
+		}
+	}
+	m, err := c.recv(handshakeTimeout)
+	if err != nil || m.Type != msgStart {
+		return rep, "", fmt.Errorf("wait for start: %v", err)
+	}
+	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
+	for i, sm := range streams {
+		if err := tcpinfo.Apply(sm.conn, socketOptions(&cfg, sm.role)); err != nil {
+			c.sendError(CodeSocket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
+			return rep, "", err
+		}
+		_ = sm.conn.SetNoDelay(cfg.NoDelay)
+		if st.Setups[i], err = setupOf(sm.conn); err != nil {
+			return rep, "", err
+		}
+		st.Addrs[i] = sm.conn.LocalAddr().String()
+	}
+	if err := c.send(&message{Type: msgStarted, Started: st}); err != nil {
+		return rep, "", err
+	}
+
+	tctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sendErr error
+	var sendMu sync.Mutex
+	e := newEnd(model.ServerSide, cfg, streams, func(iv model.Interval) {
+		if err := c.send(&message{Type: msgInterval, Interval: &iv}); err != nil {
+			sendMu.Lock()
+			sendErr = err
+			sendMu.Unlock()
+			cancel() // the client is gone or not reading: abort
+		}
+	})
+	e.hardStop = s.Limits.MaxDuration
+	ended := "complete"
+	var endedMu sync.Mutex
+
+	// The client may ask to stop, say bye, or vanish.
+	bye := make(chan error, 1)
+	go func() {
+		for {
+			m, err := c.recv(0)
+			if err != nil {
+				bye <- err
+				cancel()
+				return
+			}
+			switch m.Type {
+			case msgStop:
+				endedMu.Lock()
+				ended = "interrupted"
+				endedMu.Unlock()
+				e.stop()
+			case msgBye:
+				bye <- nil
+				return
+			}
+		}
+	}()
+	stopOnShutdown := context.AfterFunc(ctx, func() {
+		endedMu.Lock()
+		ended = "server-shutdown"
+		endedMu.Unlock()
+		_ = c.send(&message{Type: msgStop, Stop: &stop{Reason: "server-shutdown"}})
+		e.stop()
+	})
+	defer stopOnShutdown()
+
+	runErr := e.run(tctx)
+	rep = e.report(s.Version)
+	endedMu.Lock()
+	how := ended
+	endedMu.Unlock()
+	if runErr != nil {
+		return rep, how, runErr
+	}
+	if sendErr != nil {
+		return rep, how, sendErr
+	}
+	// Intervals went out live; the totals close the record.
+	done := rep
+	done.Intervals = nil
+	if err := c.send(&message{Type: msgDone, Done: &done}); err != nil {
+		return rep, how, err
+	}
+	select {
+	case err := <-bye:
+		if err != nil {
+			return rep, how, fmt.Errorf("wait for bye: %w", err)
+		}
+	case <-time.After(handshakeTimeout):
+		return rep, how, errors.New("client did not acknowledge the results")
+	}
+	return rep, how, nil
+}
+
+func summaryAttrs(r model.EndReport) []any {
+	var sent, recv model.Bytes
+	var dur time.Duration
+	for _, t := range r.Totals {
+		if t.Role == model.Sender {
+			sent += t.Bytes
+		} else {
+			recv += t.Bytes
+		}
+		dur = max(dur, t.Duration)
+	}
+	return []any{"streams", len(r.Totals), "sent", sent.Binary(), "received", recv.Binary(),
+		"seconds", fmt.Sprintf("%.2f", dur.Seconds()),
+		"received_rate", model.RateOf(recv, dur.Seconds()).String()}
+}

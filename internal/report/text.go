@@ -1,0 +1,298 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// Text prints a test for people: a header, one block per interval showing
+// both ends side by side, then a summary of both ends.
+type Text struct {
+	w      io.Writer
+	format model.RateFormat
+
+	mu      sync.Mutex
+	run     *model.Run
+	pending map[model.Side]map[int]*model.Interval
+	next    int // index of the next interval block to print
+}
+
+// NewText returns a Text writing to w with rates in format f.
+func NewText(w io.Writer, f model.RateFormat) *Text {
+	return &Text{w: w, format: f, pending: map[model.Side]map[int]*model.Interval{
+		model.ClientSide: {}, model.ServerSide: {},
+	}}
+}
+
+func (t *Text) rate(r model.Bitrate) string { return model.FormatRate(r, t.format) }
+
+// Begin prints the connection header.
+func (t *Text) Begin(run *model.Run) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.run = run
+	c := &run.Config
+	what := fmt.Sprintf("%v", c.Duration)
+	if c.Bytes > 0 {
+		what = c.Bytes.Decimal() + " per direction"
+	}
+	fmt.Fprintf(t.w, "tcpscope %s → %s (server %s, kernel %s), %s, %s, write size %s\n",
+		run.Client.Version, run.Server, run.Remote.Version, run.Remote.Kernel, fmtStreams(len(run.Streams)), what, c.Length.Binary())
+	for _, s := range run.Streams {
+		fmt.Fprintf(t.w, "[%3d] %s %s ⇄ %s  buffers client snd %s rcv %s, server snd %s rcv %s  cc %s/%s\n",
+			s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr,
+			s.Client.SndBuf.Binary(), s.Client.RcvBuf.Binary(), s.Server.SndBuf.Binary(), s.Server.RcvBuf.Binary(),
+			s.Client.Congestion, s.Server.Congestion)
+	}
+	for _, w := range run.Warnings {
+		fmt.Fprintf(t.w, "warning: %s\n", w)
+	}
+	fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
+		"Interval", "End", "Rate", "Bytes", "Retr", "Cwnd", "sRTT (min)", "Window", "Limited rwnd/sndbuf/cwnd/app")
+}
+
+func arrow(d model.Direction) string {
+	if d == model.ClientToServer {
+		return "client→server"
+	}
+	return "server→client"
+}
+
+func fmtStreams(n int) string {
+	if n == 1 {
+		return "1 stream"
+	}
+	return fmt.Sprintf("%d streams", n)
+}
+
+// Interval buffers an end's interval and prints every block for which
+// both ends have reported, in order.
+func (t *Text) Interval(side model.Side, iv *model.Interval) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending[side][iv.Index] = iv
+	for {
+		c, s := t.pending[model.ClientSide][t.next], t.pending[model.ServerSide][t.next]
+		if c == nil || s == nil {
+			return
+		}
+		t.block(c, s)
+		delete(t.pending[model.ClientSide], t.next)
+		delete(t.pending[model.ServerSide], t.next)
+		t.next++
+	}
+}
+
+// flush prints intervals only one end reported (a test that broke off, or
+// the final interval one end never sent).
+func (t *Text) flush() {
+	for {
+		c, s := t.pending[model.ClientSide][t.next], t.pending[model.ServerSide][t.next]
+		if c == nil && s == nil {
+			if len(t.pending[model.ClientSide])+len(t.pending[model.ServerSide]) == 0 {
+				return
+			}
+			t.next++
+			continue
+		}
+		t.block(c, s)
+		delete(t.pending[model.ClientSide], t.next)
+		delete(t.pending[model.ServerSide], t.next)
+		t.next++
+	}
+}
+
+// block prints one interval: per stream the sender's view, then the
+// receiver's, then sums when there are several streams.
+func (t *Text) block(client, server *model.Interval) {
+	ref := client
+	if ref == nil {
+		ref = server
+	}
+	span := fmt.Sprintf("%.2f-%.2f s", ref.Start.Seconds(), ref.End.Seconds())
+	if ref.Omitted {
+		span += "*"
+	}
+	views := map[int][]*model.StreamInterval{}
+	ids := []int{}
+	for _, iv := range []*model.Interval{client, server} {
+		if iv == nil {
+			continue
+		}
+		for i := range iv.Streams {
+			si := &iv.Streams[i]
+			if _, ok := views[si.Stream]; !ok {
+				ids = append(ids, si.Stream)
+			}
+			views[si.Stream] = append(views[si.Stream], si)
+		}
+	}
+	var sumBytes [2]model.Bytes
+	var sumRetr uint32
+	var dur time.Duration
+	if client != nil {
+		dur = client.End - client.Start
+	} else {
+		dur = server.End - server.Start
+	}
+	for _, id := range ids {
+		vs := views[id]
+		// Sender first: the cause, then the effect.
+		if len(vs) == 2 && vs[0].Role != model.Sender {
+			vs[0], vs[1] = vs[1], vs[0]
+		}
+		for _, si := range vs {
+			t.streamLine(id, span, si)
+			if si.Role == model.Sender {
+				sumBytes[0] += si.Bytes
+				sumRetr += si.RetransSegs
+			} else {
+				sumBytes[1] += si.Bytes
+			}
+		}
+	}
+	if len(ids) > 1 {
+		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s %5d\n", span, "sender", t.rate(model.RateOf(sumBytes[0], dur.Seconds())), sumBytes[0].Decimal(), sumRetr)
+		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s\n", span, "receiver", t.rate(model.RateOf(sumBytes[1], dur.Seconds())), sumBytes[1].Decimal())
+	}
+}
+
+func (t *Text) streamLine(id int, span string, si *model.StreamInterval) {
+	s := &si.TCP
+	rtt := fmtDur(s.RTT)
+	if m, ok := s.MinRTT.Get(); ok {
+		rtt += " (" + fmtDur(m) + ")"
+	}
+	if si.Role == model.Sender {
+		wnd := "-"
+		if w, ok := s.SndWnd.Get(); ok {
+			wnd = w.Binary()
+		}
+		lim := "-"
+		if l, ok := si.Limited.Get(); ok {
+			lim = fmt.Sprintf("%3.0f/%3.0f/%3.0f/%3.0f %%", 100*l.Rwnd, 100*l.Sndbuf, 100*l.Cwnd, 100*l.App)
+		}
+		fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5d %10s %19s %10s  %s\n",
+			id+1, span, "sender", t.rate(si.Rate), si.Bytes.Decimal(), si.RetransSegs, s.CwndBytes().Binary(), rtt, wnd, lim)
+		return
+	}
+	wnd := s.RcvSpace.Binary()
+	if w, ok := s.RcvWnd.Get(); ok {
+		wnd = w.Binary()
+	}
+	extra := ""
+	if s.RcvRTT > 0 {
+		extra = "rcv_rtt " + fmtDur(s.RcvRTT)
+	}
+	if n, ok := s.RcvOOOPack.Get(); ok && n > 0 {
+		extra += fmt.Sprintf(" ooo %d", n)
+	}
+	fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
+		id+1, span, "receiver", t.rate(si.Rate), si.Bytes.Decimal(), "", "", "", wnd, strings.TrimSpace(extra))
+}
+
+// fmtDur prints a duration with three significant digits in µs or ms.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.3gs", d.Seconds())
+	}
+}
+
+// End prints the remaining intervals and the summary of both ends.
+func (t *Text) End(run *model.Run) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flush()
+	fmt.Fprintln(t.w, strings.Repeat("- ", 40))
+	if run.Ended != "complete" {
+		fmt.Fprintf(t.w, "test ended early: %s\n", run.Ended)
+	}
+	for _, d := range run.Summary {
+		fmt.Fprintf(t.w, "%s, %s, receiver's time %.2f s\n", arrow(d.Direction), fmtStreams(d.Streams), d.Duration.Seconds())
+		fmt.Fprintf(t.w, "  goodput     %s  (%s received)\n", t.rate(d.Goodput), d.ReceiverBytes.Decimal())
+		fmt.Fprintf(t.w, "  sent        %s  (%s written by the sender)\n", t.rate(d.SenderRate), d.SenderBytes.Decimal())
+		retr := fmt.Sprintf("%d segments", d.RetransSegs)
+		if b, ok := d.RetransBytes.Get(); ok {
+			retr += ", " + b.Decimal()
+		}
+		if p, ok := d.LossRate.Get(); ok {
+			retr += fmt.Sprintf(" (%.4f%% of bytes sent)", 100*p)
+		}
+		fmt.Fprintf(t.w, "  retransmit  %s\n", retr)
+		rtt := "smoothed " + fmtDur(d.MeanRTT)
+		if m, ok := d.MinRTT.Get(); ok {
+			rtt = "min " + fmtDur(m) + ", " + rtt
+		}
+		fmt.Fprintf(t.w, "  RTT         %s\n", rtt)
+		t.limits(run, d.Direction)
+	}
+	t.ends(run)
+	for _, w := range run.Warnings {
+		fmt.Fprintf(t.w, "warning: %s\n", w)
+	}
+	return nil
+}
+
+// limits prints what held the senders back over the whole test, and the
+// negotiated options, from the sender's final sample of the first stream.
+func (t *Text) limits(run *model.Run, dir model.Direction) {
+	sender := &run.Client
+	if dir == model.ServerToClient {
+		sender = &run.Remote
+	}
+	var rw, sb, cw, app float64
+	n := 0
+	var first *model.StreamTotal
+	for i := range sender.Totals {
+		tot := &sender.Totals[i]
+		if tot.Role != model.Sender {
+			continue
+		}
+		if first == nil {
+			first = tot
+		}
+		if l, ok := tot.Limited.Get(); ok {
+			rw, sb, cw, app = rw+l.Rwnd, sb+l.Sndbuf, cw+l.Cwnd, app+l.App
+			n++
+		}
+	}
+	if n > 0 {
+		f := 100 / float64(n)
+		fmt.Fprintf(t.w, "  limited by  receive window %.0f%%, send buffer %.0f%%, congestion window %.0f%%, application %.0f%%\n", rw*f, sb*f, cw*f, app*f)
+	}
+	if first == nil {
+		return
+	}
+	s := &first.Final
+	line := fmt.Sprintf("  options     %s, mss %s, pmtu %s, cc %s", s.Options, s.SndMSS.Binary(), s.PMTU.Binary(), s.Congestion)
+	if s.BBR != nil {
+		line += " (" + s.BBR.Mode() + ")"
+	}
+	fmt.Fprintln(t.w, line)
+	if w, ok := first.MaxSndWnd.Get(); ok {
+		fmt.Fprintf(t.w, "  peer window max %s, cwnd max %s\n", w.Binary(), first.MaxCwnd.Binary())
+	}
+}
+
+// ends prints each end's own account per stream.
+func (t *Text) ends(run *model.Run) {
+	fmt.Fprintln(t.w, "per stream, both ends:")
+	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+		for _, tot := range e.Totals {
+			fmt.Fprintf(t.w, "[%3d] %-6s %-8s %10s in %6.2f s = %12s  retr %d\n",
+				tot.Stream+1, e.Side, tot.Role, tot.Bytes.Decimal(), tot.Duration.Seconds(), t.rate(tot.Rate), tot.RetransSegs)
+		}
+	}
+}
