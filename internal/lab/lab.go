@@ -1,0 +1,518 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// NamePrefix starts the name of every namespace the lab creates. The full
+// name is NamePrefix + "<pid>-<seq>-a" (or "-b"), where pid is the creating
+// process, so Clean can tell leftovers of dead processes from live pairs.
+const NamePrefix = "tcpscope-"
+
+// Errors a caller may want to tell apart. Command failures are wrapped with
+// the command line and its stderr.
+var (
+	// ErrNotSupported: the lab needs Linux network namespaces.
+	ErrNotSupported = errors.New("lab: network namespaces need Linux")
+	// ErrPermission: the process may not create namespaces or links.
+	ErrPermission = errors.New("lab: needs root (CAP_NET_ADMIN) to create network namespaces; run as root or in CI")
+	// ErrMissingTool: ip, tc or nft is not installed.
+	ErrMissingTool = errors.New("lab: tool not found")
+	// ErrHostWide: the setting exists once per machine, not per namespace,
+	// and differs from what was asked. The lab refuses rather than change
+	// the host under everything else running on it.
+	ErrHostWide = errors.New("lab: setting is host-wide, not per network namespace")
+)
+
+// Defaults for a Path's tbf.
+const (
+	// DefaultQueue is how long a packet may wait in a rate limiter's queue
+	// when Path.Queue is zero: a moderately buffered bottleneck. In trials
+	// one flow at 100 Mbit/s (625 kB of queue) never filled it; at 10
+	// Mbit/s (62.5 kB) BBR's probing overflowed it now and then, as it
+	// would a shallow bottleneck in a real network.
+	DefaultQueue = 50 * time.Millisecond
+
+	// burstTime sizes the default token bucket: rate × 4 ms, which is
+	// rate/HZ for HZ=250 (the kernels we run). tc-tbf(8) asks for at
+	// least rate/HZ. tbf's watchdog is an hrtimer now, so this is less
+	// strict than it was, but in a trial at 1 Gbit/s a 1 ms bucket lost 3%
+	// of goodput to CUBIC and 4 ms lost none.
+	burstTime = 4 * time.Millisecond
+
+	// burstFrames is the smallest default bucket in full frames, so that
+	// low rates still pass back-to-back segments without stalling.
+	burstFrames = 8
+
+	// ethHeader is the Ethernet header tbf counts in each frame's length.
+	ethHeader = 14
+
+	// defaultMTU is the kernel's default MTU for a veth.
+	defaultMTU = 1500
+
+	// lossScale is the numgen modulus: loss probabilities have a
+	// resolution of 1e-9.
+	lossScale = 1_000_000_000
+)
+
+// PairConfig describes a pair of hosts and the path between them. The zero
+// value is an unimpaired 1500-byte link between two hosts with kernel
+// default settings.
+type PairConfig struct {
+	// MTU of both veth ends; 0 keeps the kernel default of 1500.
+	MTU int
+	// Offload keeps TSO/GSO on the veth, so TCP hands it up to 64 KiB
+	// aggregates: much faster, but Loss then drops whole aggregates and
+	// the tbf meters them in bursts. Off (the default), every packet on
+	// the link is at most MTU bytes, as on a wire.
+	Offload bool
+	// AtoB and BtoA are the impairments of each direction.
+	AtoB, BtoA Path
+	// A and B are the hosts' settings.
+	A, B HostConfig
+}
+
+// Path is the impairment of one direction of the link.
+type Path struct {
+	// Rate limits the direction with a token bucket (tbf) on the sender's
+	// veth; 0 means unlimited. tbf counts whole frames (IP packet plus a
+	// 14-byte Ethernet header), so TCP goodput over a 1500-byte MTU with
+	// timestamps is at most Rate × 1448/1514, about 95.6% of Rate.
+	Rate model.Bitrate
+	// Burst is the token bucket size; 0 picks DefaultBurst(Rate, MTU).
+	Burst model.Bytes
+	// Queue is the longest a packet may wait in the rate limiter's queue
+	// (tbf's latency); 0 means DefaultQueue. The queue holds
+	// Burst + Rate × Queue bytes; a full queue drops.
+	Queue time.Duration
+	// Loss is the probability that a packet of this direction is dropped,
+	// from 0 to 1, with a resolution of 1e-9. Each IPv4 and IPv6 packet is
+	// dropped independently on arrival at the receiver; ARP and neighbour
+	// discovery are spared so that loss never stalls address resolution.
+	Loss float64
+}
+
+// IsZero reports whether p leaves the direction unimpaired.
+func (p Path) IsZero() bool { return p.Rate == 0 && p.Loss == 0 }
+
+// DefaultBurst is the token bucket used for rate when Path.Burst is zero:
+// rate × 4 ms (rate/HZ at HZ=250), and at least eight full frames.
+func DefaultBurst(rate model.Bitrate, mtu int) model.Bytes {
+	if mtu <= 0 {
+		mtu = defaultMTU
+	}
+	b := model.Bytes(math.Ceil(rate.BytesPerSecond() * burstTime.Seconds()))
+	return max(b, model.Bytes(burstFrames*(mtu+ethHeader)))
+}
+
+// Toggle is an on/off sysctl that may also be left alone.
+type Toggle int8
+
+// Toggle values. Unset (the zero value) keeps the kernel's default.
+const (
+	Unset Toggle = iota
+	On
+	Off
+)
+
+func (t Toggle) String() string {
+	switch t {
+	case On:
+		return "on"
+	case Off:
+		return "off"
+	}
+	return "unset"
+}
+
+// BufferSizes is a min, default and max triple as in net.ipv4.tcp_rmem. The
+// zero value leaves the sysctl alone.
+type BufferSizes struct {
+	Min, Default, Max model.Bytes
+}
+
+// IsZero reports whether b is unset.
+func (b BufferSizes) IsZero() bool { return b == BufferSizes{} }
+
+// String formats b as the sysctl expects it: "4096 131072 6291456".
+func (b BufferSizes) String() string {
+	return fmt.Sprintf("%d %d %d", b.Min, b.Default, b.Max)
+}
+
+// HostConfig holds one host's TCP settings. Zero fields keep the defaults
+// a new network namespace gets from the kernel.
+type HostConfig struct {
+	// SACK, Timestamps and WindowScaling set net.ipv4.tcp_sack,
+	// tcp_timestamps and tcp_window_scaling.
+	SACK, Timestamps, WindowScaling Toggle
+	// Rmem and Wmem set net.ipv4.tcp_rmem and tcp_wmem, the bounds of
+	// receive and send buffer autotuning. All three sizes must be set.
+	Rmem, Wmem BufferSizes
+	// CongestionControl sets net.ipv4.tcp_congestion_control, e.g.
+	// "cubic". A new namespace inherits the host's choice at creation.
+	CongestionControl string
+	// RmemMax and WmemMax are net.core.rmem_max and wmem_max, the caps on
+	// SO_RCVBUF/SO_SNDBUF (autotuning ignores them). The kernel has one
+	// value for the whole machine: NewPair succeeds only when the host's
+	// value already equals the one asked, and otherwise fails with
+	// ErrHostWide instead of changing the host. Set it on the host first,
+	// or use Rmem/Wmem, which are per host.
+	RmemMax, WmemMax model.Bytes
+	// Sysctls sets any other net.* sysctl, after the fields above, in key
+	// order. Keys use dots ("net.ipv4.tcp_ecn") or slashes.
+	Sysctls map[string]string
+}
+
+// Direction names one direction of a pair's link.
+type Direction int
+
+// Directions.
+const (
+	AtoB Direction = iota
+	BtoA
+)
+
+func (d Direction) String() string {
+	if d == BtoA {
+		return "B→A"
+	}
+	return "A→B"
+}
+
+// Pair is two hosts joined by one veth link. A Pair must be closed.
+type Pair struct {
+	A, B *Host
+
+	cfg PairConfig
+
+	mu      sync.Mutex
+	paths   [2]Path // as applied, defaults resolved
+	shaped  [2]bool // a tbf is installed for the direction
+	lossy   [2]bool // an nft loss table is installed for the direction
+	closed  bool
+	created []string // namespaces to delete, in creation order
+}
+
+// Host is one end of a Pair: a network namespace with one veth link and
+// loopback.
+type Host struct {
+	// Name is the network namespace, as `ip netns list` shows it.
+	Name string
+	// Link is the name of the host's veth end inside its namespace.
+	Link string
+	// Addr is the host's address on the link, inside Prefix.
+	Addr netip.Addr
+	// Prefix is the link's subnet.
+	Prefix netip.Prefix
+}
+
+// Config returns the configuration the pair was created with; Path reports
+// the current impairment of each direction.
+func (p *Pair) Config() PairConfig { return p.cfg }
+
+// Path returns the impairment currently applied to direction d, with
+// defaults resolved (a rate-limited Path has its Burst and Queue filled in).
+func (p *Pair) Path(d Direction) Path {
+	if !d.valid() {
+		return Path{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paths[d]
+}
+
+func (d Direction) valid() bool { return d == AtoB || d == BtoA }
+
+// sender and receiver return the hosts that send and receive direction d.
+func (p *Pair) sender(d Direction) *Host {
+	if d == BtoA {
+		return p.B
+	}
+	return p.A
+}
+
+func (p *Pair) receiver(d Direction) *Host {
+	if d == BtoA {
+		return p.A
+	}
+	return p.B
+}
+
+func (c PairConfig) mtu() int {
+	if c.MTU == 0 {
+		return defaultMTU
+	}
+	return c.MTU
+}
+
+// validate checks the configuration before anything is created, so a bad
+// value costs no namespace churn.
+func (c PairConfig) validate() error {
+	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
+		return fmt.Errorf("lab: MTU %d: want 68 to 65535 (0 for the default 1500)", c.MTU)
+	}
+	for _, d := range []Direction{AtoB, BtoA} {
+		p := c.AtoB
+		if d == BtoA {
+			p = c.BtoA
+		}
+		if _, err := p.resolve(c.mtu()); err != nil {
+			return fmt.Errorf("lab: %s: %w", d, err)
+		}
+	}
+	for _, h := range []struct {
+		name string
+		cfg  HostConfig
+	}{{"A", c.A}, {"B", c.B}} {
+		if _, err := h.cfg.sysctls(); err != nil {
+			return fmt.Errorf("lab: host %s: %w", h.name, err)
+		}
+	}
+	return nil
+}
+
+// resolve checks p and fills in the defaults of a rate-limited path.
+func (p Path) resolve(mtu int) (Path, error) {
+	switch {
+	case math.IsNaN(float64(p.Rate)) || p.Rate < 0 || math.IsInf(float64(p.Rate), 0):
+		return p, fmt.Errorf("rate %v: want a finite rate ≥ 0", p.Rate)
+	case p.Rate > 0 && p.Rate < 8*model.KbitPerSecond:
+		// tc's rate tables work in bytes per second; below 1 kB/s the
+		// rounding error is large and a 1500-byte frame takes seconds.
+		return p, fmt.Errorf("rate %v: want at least 8 kbit/s", p.Rate)
+	case math.IsNaN(p.Loss) || p.Loss < 0 || p.Loss > 1:
+		return p, fmt.Errorf("loss %v: want a probability from 0 to 1", p.Loss)
+	case p.Loss > 0 && lossThreshold(p.Loss) == 0:
+		return p, fmt.Errorf("loss %v: below the resolution of 1e-9", p.Loss)
+	case p.Burst < 0 || p.Queue < 0:
+		return p, fmt.Errorf("burst %d and queue %v must not be negative", p.Burst, p.Queue)
+	}
+	if p.Rate == 0 {
+		// No tbf: burst and queue mean nothing.
+		p.Burst, p.Queue = 0, 0
+		return p, nil
+	}
+	if p.Burst == 0 {
+		p.Burst = DefaultBurst(p.Rate, mtu)
+	}
+	if p.Burst < model.Bytes(mtu+ethHeader) {
+		// A bucket smaller than a frame never holds enough tokens to send
+		// one: tbf would drop every full-size packet.
+		return p, fmt.Errorf("burst %d: smaller than one frame (%d bytes)", p.Burst, mtu+ethHeader)
+	}
+	if p.Queue == 0 {
+		p.Queue = DefaultQueue
+	}
+	return p, nil
+}
+
+// limit is the tbf queue size in bytes: the bucket plus Queue's worth of
+// rate, which is what tc computes from "latency".
+func (p Path) limit() model.Bytes {
+	return p.Burst + model.Bytes(math.Ceil(p.Rate.BytesPerSecond()*p.Queue.Seconds()))
+}
+
+// tbfArgs is the tc command (after "tc -n NS") that installs p on link.
+func (p Path) tbfArgs(link string) []string {
+	return []string{
+		"qdisc", "replace", "dev", link, "root", "tbf",
+		"rate", strconv.FormatInt(int64(math.Round(float64(p.Rate))), 10) + "bit",
+		"burst", strconv.FormatInt(int64(p.Burst), 10),
+		"limit", strconv.FormatInt(int64(p.limit()), 10),
+	}
+}
+
+// lossThreshold maps a probability onto numgen's range [0, lossScale).
+func lossThreshold(p float64) uint64 {
+	return uint64(math.Round(p * lossScale))
+}
+
+// nftTable is the nftables table, in the receiving namespace, that holds
+// the loss rule of one direction.
+const nftTable = "tcpscope"
+
+// lossScript is the nft script that makes link's ingress drop packets with
+// probability loss, replacing any previous rule in one transaction. With
+// loss 0 it only removes the table. Declaring the table before deleting it
+// makes the delete succeed whether or not the table existed.
+func lossScript(link string, loss float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table netdev %s {}\ndelete table netdev %s\n", nftTable, nftTable)
+	if loss == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "table netdev %s {\n", nftTable)
+	b.WriteString("\tchain loss {\n")
+	fmt.Fprintf(&b, "\t\ttype filter hook ingress device %q priority 0; policy accept;\n", link)
+	fmt.Fprintf(&b, "\t\tmeta protocol { ip, ip6 } numgen random mod %d < %d counter drop comment %q\n",
+		lossScale, lossThreshold(loss), fmt.Sprintf("tcpscope lab: random loss %g", loss))
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// sysctl is one key and value to write.
+type sysctl struct{ key, value string }
+
+// sysctls lists the per-namespace settings of h in the order they are
+// written. rmem_max and wmem_max are not among them: they are host-wide and
+// checked separately.
+func (h HostConfig) sysctls() ([]sysctl, error) {
+	var out []sysctl
+	toggle := func(key string, t Toggle) error {
+		switch t {
+		case Unset:
+		case On:
+			out = append(out, sysctl{key, "1"})
+		case Off:
+			out = append(out, sysctl{key, "0"})
+		default:
+			return fmt.Errorf("%s: bad toggle %d", key, t)
+		}
+		return nil
+	}
+	if err := errors.Join(
+		toggle("net.ipv4.tcp_sack", h.SACK),
+		toggle("net.ipv4.tcp_timestamps", h.Timestamps),
+		toggle("net.ipv4.tcp_window_scaling", h.WindowScaling),
+	); err != nil {
+		return nil, err
+	}
+	for _, m := range []struct {
+		key string
+		b   BufferSizes
+	}{{"net.ipv4.tcp_rmem", h.Rmem}, {"net.ipv4.tcp_wmem", h.Wmem}} {
+		if m.b.IsZero() {
+			continue
+		}
+		if m.b.Min <= 0 || m.b.Default < m.b.Min || m.b.Max < m.b.Default {
+			return nil, fmt.Errorf("%s %q: want 0 < min ≤ default ≤ max", m.key, m.b)
+		}
+		out = append(out, sysctl{m.key, m.b.String()})
+	}
+	if h.CongestionControl != "" {
+		out = append(out, sysctl{"net.ipv4.tcp_congestion_control", h.CongestionControl})
+	}
+	if h.RmemMax < 0 || h.WmemMax < 0 {
+		return nil, fmt.Errorf("rmem_max %d, wmem_max %d: must not be negative", h.RmemMax, h.WmemMax)
+	}
+	keys := make([]string, 0, len(h.Sysctls))
+	for k := range h.Sysctls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := sysctlPath(k); err != nil {
+			return nil, err
+		}
+		out = append(out, sysctl{k, h.Sysctls[k]})
+	}
+	return out, nil
+}
+
+// sysctlPath maps "net.ipv4.tcp_sack" or "net/ipv4/tcp_sack" to its file
+// under /proc/sys. Only net.* keys are accepted: they are the ones a network
+// namespace has its own copy of, and a write to anything else would change
+// the whole machine.
+func sysctlPath(key string) (string, error) {
+	rel := key
+	if !strings.Contains(rel, "/") {
+		rel = strings.ReplaceAll(rel, ".", "/")
+	}
+	rel = strings.TrimPrefix(rel, "/")
+	if !strings.HasPrefix(rel, "net/") || strings.Contains(rel, "..") || strings.HasSuffix(rel, "/") {
+		return "", fmt.Errorf("lab: sysctl %q: only net.* keys are per network namespace", key)
+	}
+	return "/proc/sys/" + rel, nil
+}
+
+// nsNames returns the namespace names of pair seq created by pid.
+func nsNames(pid int, seq uint32) (a, b string) {
+	base := fmt.Sprintf("%s%d-%d-", NamePrefix, pid, seq)
+	return base + "a", base + "b"
+}
+
+// creatorPID extracts the creating pid from a lab namespace name; ok is
+// false for names the lab did not make.
+func creatorPID(name string) (pid int, ok bool) {
+	rest, found := strings.CutPrefix(name, NamePrefix)
+	if !found {
+		return 0, false
+	}
+	num, _, found := strings.Cut(rest, "-")
+	if !found {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(num)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
+}
+
+// parseNetnsList reads the output of `ip netns list`: one namespace per
+// line, optionally followed by " (id: N)".
+func parseNetnsList(out string) []string {
+	var names []string
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 0 {
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+// linkPrefix picks the link's subnet, 10.199.N.0/24. Each pair is an island
+// (its namespaces share no routes with anything), so two pairs with the
+// same subnet could not collide; N still varies with pid and sequence so
+// that concurrent pairs are easy to tell apart in captures and errors.
+func linkPrefix(pid int, seq uint32) netip.Prefix {
+	n := 1 + (uint32(pid)*31+seq)%254
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 199, byte(n), 0}), 24)
+}
+
+// nftDropped sums the packet counters of the rules in `nft -j list table`
+// output: the packets the loss rule dropped.
+func nftDropped(out string) (uint64, error) {
+	var doc struct {
+		Nftables []struct {
+			Rule *struct {
+				Expr []struct {
+					Counter *struct {
+						Packets uint64 `json:"packets"`
+					} `json:"counter"`
+				} `json:"expr"`
+			} `json:"rule"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		return 0, fmt.Errorf("read nft counters: %w", err)
+	}
+	var n uint64
+	found := false
+	for _, obj := range doc.Nftables {
+		if obj.Rule == nil {
+			continue
+		}
+		for _, e := range obj.Rule.Expr {
+			if e.Counter != nil {
+				n += e.Counter.Packets
+				found = true
+			}
+		}
+	}
+	if !found {
+		return 0, errors.New("read nft counters: no counter in the loss table")
+	}
+	return n, nil
+}

@@ -1,0 +1,408 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pairSeq numbers the pairs of this process. Namespace names are global to
+// the machine, so a process-wide counter (with the pid beside it) is what
+// keeps two pairs of one test binary, or of two binaries, apart.
+var pairSeq atomic.Uint32
+
+// closeTimeout bounds teardown, which runs without the caller's context
+// (that is often already cancelled when cleanup runs).
+const closeTimeout = 30 * time.Second
+
+// Check reports whether this process can build pairs: ErrPermission without
+// CAP_NET_ADMIN and CAP_SYS_ADMIN (creating a named namespace mounts it),
+// ErrMissingTool without ip or tc.
+func Check() error {
+	for _, t := range []string{"ip", "tc"} {
+		if _, err := toolPath(t); err != nil {
+			return err
+		}
+	}
+	return checkCaps()
+}
+
+// checkCaps reads the effective capabilities rather than comparing the
+// euid with 0: root in an unprivileged container has euid 0 and cannot
+// create namespaces, and a non-root process may hold both capabilities.
+func checkCaps() error {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("lab: read capabilities: %w", err)
+	}
+	for line := range strings.Lines(string(status)) {
+		hex, ok := strings.CutPrefix(line, "CapEff:")
+		if !ok {
+			continue
+		}
+		eff, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		if err != nil {
+			return fmt.Errorf("lab: parse CapEff %q: %w", strings.TrimSpace(hex), err)
+		}
+		const need = 1<<unix.CAP_NET_ADMIN | 1<<unix.CAP_SYS_ADMIN
+		if eff&need != need {
+			return ErrPermission
+		}
+		return nil
+	}
+	return fmt.Errorf("lab: no CapEff line in /proc/self/status")
+}
+
+var toolHints = map[string]string{
+	"ip":  "install iproute2",
+	"tc":  "install iproute2",
+	"nft": "install nftables",
+}
+
+// toolPath finds an administration tool. The sbin directories are tried
+// after $PATH because a non-login root shell or a CI runner may not have
+// them in $PATH.
+func toolPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s is not in $PATH, /usr/sbin or /sbin (%s)", ErrMissingTool, name, toolHints[name])
+}
+
+// cmdError is a failed command: its command line, what it wrote to stderr
+// and how it ended.
+type cmdError struct {
+	args   []string
+	stderr string
+	err    error
+}
+
+func (e *cmdError) Error() string {
+	msg := "lab: " + strings.Join(e.args, " ")
+	if e.stderr != "" {
+		msg += ": " + e.stderr
+	}
+	return msg + ": " + e.err.Error()
+}
+
+func (e *cmdError) Unwrap() error { return e.err }
+
+// stderrHas reports whether err is a failed command whose stderr contains s.
+func stderrHas(err error, s string) bool {
+	var ce *cmdError
+	return errors.As(err, &ce) && strings.Contains(ce.stderr, s)
+}
+
+// run runs a tool with stdin and returns its stdout.
+func run(ctx context.Context, stdin, name string, args ...string) (string, error) {
+	path, err := toolPath(name)
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), &cmdError{
+			args:   append([]string{name}, args...),
+			stderr: strings.TrimSpace(stderr.String()),
+			err:    err,
+		}
+	}
+	return stdout.String(), nil
+}
+
+// nft runs nft inside namespace ns with stdin as its input.
+func nft(ctx context.Context, ns, stdin string, args ...string) (string, error) {
+	path, err := toolPath("nft")
+	if err != nil {
+		return "", err
+	}
+	return run(ctx, stdin, "ip", append([]string{"netns", "exec", ns, path}, args...)...)
+}
+
+// netnsFile is the bind mount that keeps a named namespace alive. iproute2
+// keeps them in /run/netns; builds from before /run existed use
+// /var/run/netns.
+func netnsFile(name string) string {
+	for _, dir := range []string{"/run/netns", "/var/run/netns"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join("/run/netns", name)
+}
+
+// NewPair creates hosts A and B joined by a veth link and applies cfg. If
+// anything fails, whatever was already created is removed before NewPair
+// returns. The caller must Close the pair.
+func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if cfg.AtoB.Loss > 0 || cfg.BtoA.Loss > 0 {
+		// Fail before building anything rather than halfway.
+		if _, err := toolPath("nft"); err != nil {
+			return nil, err
+		}
+	}
+	p := &Pair{cfg: cfg}
+	defer func() {
+		if err != nil {
+			if cerr := p.Close(); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("lab: cleaning up after the failure: %w", cerr))
+			}
+		}
+	}()
+
+	pid := os.Getpid()
+	var seq uint32
+	var nsA, nsB string
+	for attempt := 0; ; attempt++ {
+		seq = pairSeq.Add(1)
+		nsA, nsB = nsNames(pid, seq)
+		err := p.addNetns(ctx, nsA)
+		if err == nil {
+			err = p.addNetns(ctx, nsB)
+		}
+		// A name can exist only if a dead process had our pid and left it
+		// behind (Clean spares it because the pid is alive again): skip it.
+		if stderrHas(err, "File exists") && attempt < 16 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
+	}
+
+	prefix := linkPrefix(pid, seq)
+	addrA := prefix.Addr().Next()
+	p.A = &Host{Name: nsA, Link: "veth-ab", Addr: addrA, Prefix: prefix}
+	p.B = &Host{Name: nsB, Link: "veth-ba", Addr: addrA.Next(), Prefix: prefix}
+
+	// Both ends are created directly inside their namespaces, so the link
+	// never exists in the host's namespace, even for a moment, and cannot
+	// clash with the host's interface names.
+	end := func(h *Host) []string {
+		args := []string{h.Link, "netns", h.Name}
+		if cfg.MTU != 0 {
+			args = append(args, "mtu", strconv.Itoa(cfg.MTU))
+		}
+		if !cfg.Offload {
+			// One segment per skb: the stack then segments before the
+			// qdisc and the receiver sees single packets (see doc.go).
+			args = append(args, "gso_max_segs", "1")
+		}
+		return args
+	}
+	args := append([]string{"link", "add"}, end(p.A)...)
+	args = append(args, "type", "veth", "peer", "name")
+	args = append(args, end(p.B)...)
+	if _, err := run(ctx, "", "ip", args...); err != nil {
+		return nil, err
+	}
+	for _, h := range []*Host{p.A, p.B} {
+		for _, args := range [][]string{
+			{"-n", h.Name, "addr", "add", netip.PrefixFrom(h.Addr, h.Prefix.Bits()).String(), "dev", h.Link},
+			{"-n", h.Name, "link", "set", "lo", "up"},
+			{"-n", h.Name, "link", "set", h.Link, "up"},
+		} {
+			if _, err := run(ctx, "", "ip", args...); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	for _, hc := range []struct {
+		h   *Host
+		cfg HostConfig
+	}{{p.A, cfg.A}, {p.B, cfg.B}} {
+		list, _ := hc.cfg.sysctls() // validated above
+		for _, s := range list {
+			if err := hc.h.SetSysctl(s.key, s.value); err != nil {
+				return nil, err
+			}
+		}
+		if err := hc.h.requireHostWide("net.core.rmem_max", int64(hc.cfg.RmemMax)); err != nil {
+			return nil, err
+		}
+		if err := hc.h.requireHostWide("net.core.wmem_max", int64(hc.cfg.WmemMax)); err != nil {
+			return nil, err
+		}
+	}
+
+	if err := p.SetPath(ctx, AtoB, cfg.AtoB); err != nil {
+		return nil, err
+	}
+	if err := p.SetPath(ctx, BtoA, cfg.BtoA); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// addNetns creates a named namespace and records it for Close.
+func (p *Pair) addNetns(ctx context.Context, name string) error {
+	if _, err := run(ctx, "", "ip", "netns", "add", name); err != nil {
+		return err
+	}
+	p.created = append(p.created, name)
+	return nil
+}
+
+// SetPath replaces the impairment of direction d. A zero Path removes it.
+func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
+	if !d.valid() {
+		return fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
+	}
+	r, err := path.resolve(p.cfg.mtu())
+	if err != nil {
+		return fmt.Errorf("lab: %s: %w", d, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("lab: %s: pair is closed", d)
+	}
+	snd, rcv := p.sender(d), p.receiver(d)
+
+	switch {
+	case r.Rate > 0:
+		if _, err := run(ctx, "", "tc", append([]string{"-n", snd.Name}, r.tbfArgs(snd.Link)...)...); err != nil {
+			return err
+		}
+		p.shaped[d] = true
+	case p.shaped[d]:
+		if _, err := run(ctx, "", "tc", "-n", snd.Name, "qdisc", "del", "dev", snd.Link, "root"); err != nil {
+			return err
+		}
+		p.shaped[d] = false
+	}
+	p.paths[d].Rate, p.paths[d].Burst, p.paths[d].Queue = r.Rate, r.Burst, r.Queue
+
+	if r.Loss > 0 || p.lossy[d] {
+		if _, err := nft(ctx, rcv.Name, lossScript(rcv.Link, r.Loss), "-f", "-"); err != nil {
+			return err
+		}
+		p.lossy[d] = r.Loss > 0
+	}
+	p.paths[d].Loss = r.Loss
+	return nil
+}
+
+// Dropped returns how many packets of direction d the loss rule has
+// dropped since it was last set.
+func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
+	if !d.valid() {
+		return 0, fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
+	}
+	p.mu.Lock()
+	lossy, closed := p.lossy[d], p.closed
+	p.mu.Unlock()
+	if closed {
+		return 0, fmt.Errorf("lab: %s: pair is closed", d)
+	}
+	if !lossy {
+		return 0, nil
+	}
+	out, err := nft(ctx, p.receiver(d).Name, "", "-j", "list", "table", "netdev", nftTable)
+	if err != nil {
+		return 0, err
+	}
+	n, err := nftDropped(out)
+	if err != nil {
+		return 0, fmt.Errorf("lab: %s: %w", d, err)
+	}
+	return n, nil
+}
+
+// Close removes both namespaces, which removes everything in them: the veth
+// ends, qdiscs and nftables tables. It is safe to call more than once; calls
+// after the first return nil. Processes still running inside a namespace
+// (started with Host.Command) keep it alive, unnamed, until they exit.
+func (p *Pair) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(p.created) - 1; i >= 0; i-- {
+		if err := delNetns(ctx, p.created[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// delNetns deletes a named namespace; one already gone counts as deleted,
+// since a concurrent Clean in another test binary may have got there first.
+func delNetns(ctx context.Context, name string) error {
+	_, err := run(ctx, "", "ip", "netns", "del", name)
+	if err != nil {
+		if _, serr := os.Stat(netnsFile(name)); errors.Is(serr, os.ErrNotExist) {
+			return nil
+		}
+	}
+	return err
+}
+
+// Clean removes the namespaces that lab processes no longer alive left
+// behind: a test binary killed by SIGKILL or by the test timeout never runs
+// its cleanups. Namespaces of live processes, this one included, are left
+// alone, so concurrent test binaries may each call Clean.
+func Clean(ctx context.Context) error {
+	if err := Check(); err != nil {
+		return err
+	}
+	out, err := run(ctx, "", "ip", "netns", "list")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range parseNetnsList(out) {
+		pid, ok := creatorPID(name)
+		if !ok || alive(pid) {
+			continue
+		}
+		if err := delNetns(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// alive reports whether a process with this pid exists. A reused pid makes
+// a leftover look alive; it is then removed by the first Clean after that
+// process ends.
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}

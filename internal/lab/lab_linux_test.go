@@ -1,0 +1,661 @@
+package lab_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/labtest"
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// listenB opens a TCP listener on B's address inside B.
+func listenB(t *testing.T, p *lab.Pair) net.Listener {
+	t.Helper()
+	ln, err := p.B.Listen(t.Context(), "tcp", netip.AddrPortFrom(p.B.Addr, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// output runs a command inside h and returns its stdout.
+func output(t *testing.T, h *lab.Host, name string, args ...string) string {
+	t.Helper()
+	out, err := h.Command(t.Context(), name, args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("%s %v in %s: %v: %s", name, args, h.Name, err, ee.Stderr)
+		}
+		t.Fatalf("%s %v in %s: %v", name, args, h.Name, err)
+	}
+	return string(out)
+}
+
+// netnsListed reports which of names `ip netns list` still shows.
+func netnsListed(t *testing.T, names ...string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	var listed []string
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		for _, n := range names {
+			if len(f) > 0 && f[0] == n {
+				listed = append(listed, n)
+			}
+		}
+	}
+	return listed
+}
+
+// ownNamespaces lists the namespaces this process has created and not
+// removed.
+func ownNamespaces(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatalf("ip netns list: %v", err)
+	}
+	var own []string
+	prefix := fmt.Sprintf("%s%d-", lab.NamePrefix, os.Getpid())
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			own = append(own, f[0])
+		}
+	}
+	return own
+}
+
+func tcpInfo(t *testing.T, c net.Conn) *unix.TCPInfo {
+	t.Helper()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info *unix.TCPInfo
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return info
+}
+
+func TestConnectivity(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{})
+	if !p.A.Prefix.Contains(p.A.Addr) || !p.A.Prefix.Contains(p.B.Addr) || p.A.Addr == p.B.Addr {
+		t.Fatalf("addresses A %v B %v not distinct in %v", p.A.Addr, p.B.Addr, p.A.Prefix)
+	}
+	ln := listenB(t, p)
+	type accepted struct {
+		peer net.Addr
+		msg  string
+		err  error
+	}
+	got := make(chan accepted, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- accepted{err: err}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		msg, err := bufio.NewReader(c).ReadString('\n')
+		if err == nil {
+			_, err = io.WriteString(c, "hello from B\n")
+		}
+		got <- accepted{c.RemoteAddr(), msg, err}
+	}()
+
+	c, err := p.A.Dial(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "hello from A\n"); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || reply != "hello from B\n" {
+		t.Fatalf("reply %q, %v", reply, err)
+	}
+	a := <-got
+	if a.err != nil || a.msg != "hello from A\n" {
+		t.Fatalf("B got %q, %v", a.msg, a.err)
+	}
+	if peer := a.peer.(*net.TCPAddr).AddrPort().Addr(); peer != p.A.Addr {
+		t.Errorf("B saw the connection come from %v, want A's %v", peer, p.A.Addr)
+	}
+}
+
+// TestIsolated checks that nothing in a host leads outside the pair: only
+// loopback and the veth exist, the only route is the link's subnet, and an
+// outside address is unreachable without a packet being sent.
+func TestIsolated(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{})
+	for _, h := range []*lab.Host{p.A, p.B} {
+		links := output(t, h, "ip", "-o", "link", "show")
+		if n := strings.Count(links, "\n"); n != 2 || !strings.Contains(links, " lo:") || !strings.Contains(links, " "+h.Link+"@") {
+			t.Errorf("%s has links:\n%s", h.Name, links)
+		}
+		routes := strings.TrimSpace(output(t, h, "ip", "-4", "route", "show"))
+		if strings.Count(routes, "\n") != 0 || !strings.HasPrefix(routes, h.Prefix.String()+" dev "+h.Link) {
+			t.Errorf("%s has routes:\n%s", h.Name, routes)
+		}
+	}
+	_, err := p.A.Dial(t.Context(), "tcp", "192.0.2.1:9") // TEST-NET-1
+	if !errors.Is(err, unix.ENETUNREACH) {
+		t.Errorf("dialling outside from A: %v, want network unreachable", err)
+	}
+}
+
+func threadNetns(t *testing.T) string {
+	t.Helper()
+	s, err := os.Readlink("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestDo(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{})
+	runtime.LockOSThread()
+	home := threadNetns(t)
+	runtime.UnlockOSThread()
+
+	var inA, inB string
+	if err := p.A.Do(func() error { inA = threadNetns(t); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.B.Do(func() error { inB = threadNetns(t); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if inA == home || inB == home || inA == inB {
+		t.Fatalf("namespaces: home %s, A %s, B %s; want three different", home, inA, inB)
+	}
+
+	want := errors.New("from fn")
+	if err := p.A.Do(func() error { return want }); err != want {
+		t.Errorf("Do returned %v, want fn's error", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want the panic re-raised in the caller", r)
+			}
+		}()
+		p.A.Do(func() error { panic("boom") })
+	}()
+
+	if err := p.A.Do(func() error { runtime.Goexit(); return nil }); err == nil {
+		t.Error("Do returned nil after fn called runtime.Goexit")
+	}
+
+	// Every thread Do used went back home (or was discarded): none of the
+	// threads goroutines now run on is left in a lab namespace.
+	for range 50 {
+		p.A.Do(func() error { return nil })
+	}
+	errs := make(chan string, 64)
+	for range cap(errs) {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			s, _ := os.Readlink("/proc/thread-self/ns/net")
+			errs <- s
+		}()
+	}
+	for range cap(errs) {
+		if s := <-errs; s != home {
+			t.Fatalf("a thread is in %s after Do, want %s", s, home)
+		}
+	}
+}
+
+func TestSysctls(t *testing.T) {
+	keys := []string{"net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_window_scaling",
+		"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn"}
+	hostBefore := map[string]string{}
+	for _, k := range keys {
+		hostBefore[k] = readHostSysctl(t, k)
+	}
+
+	p := labtest.Pair(t, lab.PairConfig{
+		A: lab.HostConfig{
+			SACK: lab.Off, Timestamps: lab.Off, WindowScaling: lab.Off,
+			Rmem:              lab.BufferSizes{Min: 4096, Default: 65536, Max: 1 * model.MiB},
+			Wmem:              lab.BufferSizes{Min: 4096, Default: 32768, Max: 2 * model.MiB},
+			CongestionControl: "reno", // built into every kernel
+			Sysctls:           map[string]string{"net.ipv4.tcp_ecn": "1"},
+		},
+		B: lab.HostConfig{Rmem: lab.BufferSizes{Min: 8192, Default: 131072, Max: 3 * model.MiB}},
+	})
+	wantA := map[string]string{
+		"net.ipv4.tcp_sack":               "0",
+		"net.ipv4.tcp_timestamps":         "0",
+		"net.ipv4.tcp_window_scaling":     "0",
+		"net.ipv4.tcp_rmem":               "4096 65536 1048576",
+		"net.ipv4.tcp_wmem":               "4096 32768 2097152",
+		"net.ipv4.tcp_congestion_control": "reno",
+		"net.ipv4.tcp_ecn":                "1",
+	}
+	for k, want := range wantA {
+		got, err := p.A.Sysctl(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if norm(got) != want {
+			t.Errorf("A %s = %q, want %q", k, got, want)
+		}
+		// Read once more by another road, a process in the namespace,
+		// so the check does not rest on Do alone.
+		file := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
+		if got := norm(output(t, p.A, "cat", file)); got != want {
+			t.Errorf("cat %s in A = %q, want %q", file, got, want)
+		}
+	}
+	if got, _ := p.B.Sysctl("net.ipv4.tcp_rmem"); norm(got) != "8192 131072 3145728" {
+		t.Errorf("B tcp_rmem = %q", got)
+	}
+	if got, _ := p.B.Sysctl("net.ipv4.tcp_sack"); got != "1" {
+		t.Errorf("B tcp_sack = %q, want the kernel default 1 (A's setting leaked?)", got)
+	}
+	for _, k := range keys {
+		if got := readHostSysctl(t, k); got != hostBefore[k] {
+			t.Errorf("host %s changed from %q to %q", k, hostBefore[k], got)
+		}
+	}
+
+	// The settings act: a connection from A, which turned the options
+	// off, negotiates none of them.
+	ln := listenB(t, p)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	c, err := p.A.Dial(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// TCPI_OPT_TIMESTAMPS, _SACK and _WSCALE from include/uapi/linux/tcp.h.
+	const negotiated = 1 | 2 | 4
+	if opts := tcpInfo(t, c).Options; opts&negotiated != 0 {
+		t.Errorf("tcpi_options %#x: want no timestamps, SACK or window scaling", opts)
+	}
+
+	if err := p.A.SetSysctl("kernel.pid_max", "1"); err == nil {
+		t.Error("SetSysctl accepted a non-net key, which is host-wide")
+	}
+	if err := p.A.SetSysctl("net.ipv4.tcp_no_such_thing", "1"); err == nil || !strings.Contains(err.Error(), "no such sysctl") {
+		t.Errorf("SetSysctl of a missing key: %v", err)
+	}
+}
+
+func readHostSysctl(t *testing.T, key string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(key, ".", "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// norm collapses the kernel's tabs in multi-value sysctls.
+func norm(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// TestRmemMaxHostWide records what this kernel does with net.core.rmem_max
+// and wmem_max in a namespace: they are the host's, read-only. Asking for
+// another value fails without a trace; asking for the host's value passes.
+func TestRmemMaxHostWide(t *testing.T) {
+	labtest.Require(t)
+	host, err := strconv.ParseInt(readHostSysctl(t, "net.core.rmem_max"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lab.NewPair(t.Context(), lab.PairConfig{B: lab.HostConfig{RmemMax: model.Bytes(host + 4096)}})
+	if !errors.Is(err, lab.ErrHostWide) {
+		t.Fatalf("NewPair with rmem_max ≠ host's: %v, want ErrHostWide", err)
+	}
+	t.Logf("as expected: %v", err)
+	if left := ownNamespaces(t); len(left) != 0 {
+		t.Errorf("the failed NewPair left %v behind", left)
+	}
+	if got := readHostSysctl(t, "net.core.rmem_max"); got != strconv.FormatInt(host, 10) {
+		t.Errorf("host rmem_max changed to %s", got)
+	}
+
+	p := labtest.Pair(t, lab.PairConfig{A: lab.HostConfig{RmemMax: model.Bytes(host)}})
+	if got, err := p.A.Sysctl("net.core.rmem_max"); err == nil && got != strconv.FormatInt(host, 10) {
+		t.Errorf("rmem_max in A = %s, host %d", got, host)
+	}
+	err = p.A.SetSysctl("net.core.wmem_max", "1048576")
+	if err == nil {
+		t.Log("this kernel lets a namespace set its own wmem_max")
+	} else if !errors.Is(err, lab.ErrHostWide) {
+		t.Errorf("setting wmem_max in a namespace: %v, want ErrHostWide", err)
+	}
+}
+
+func TestRate(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
+	qd := output(t, p.A, "tc", "qdisc", "show", "dev", p.A.Link)
+	if !strings.Contains(qd, "tbf") || !strings.Contains(qd, "rate 100Mbit") {
+		t.Errorf("A's qdisc:\n%s", qd)
+	}
+	if qd := output(t, p.B, "tc", "qdisc", "show", "dev", p.B.Link); strings.Contains(qd, "tbf") {
+		t.Errorf("B→A is unlimited but B has:\n%s", qd)
+	}
+	if got := p.Path(lab.AtoB); got.Burst != 50_000 || got.Queue != lab.DefaultQueue {
+		t.Errorf("Path(AtoB) = %+v, want the resolved defaults", got)
+	}
+
+	ctx := t.Context()
+	if err := p.SetPath(ctx, lab.AtoB, lab.Path{Rate: 20 * model.MbitPerSecond}); err != nil {
+		t.Fatal(err)
+	}
+	if qd := output(t, p.A, "tc", "qdisc", "show", "dev", p.A.Link); !strings.Contains(qd, "rate 20Mbit") {
+		t.Errorf("after SetPath(20 Mbit/s):\n%s", qd)
+	}
+	if err := p.SetPath(ctx, lab.AtoB, lab.Path{}); err != nil {
+		t.Fatal(err)
+	}
+	if qd := output(t, p.A, "tc", "qdisc", "show", "dev", p.A.Link); strings.Contains(qd, "tbf") {
+		t.Errorf("after removing the rate:\n%s", qd)
+	}
+}
+
+func TestLossRule(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{BtoA: lab.Path{Loss: 0.05}})
+	// B→A loss drops on arrival in A.
+	rules := output(t, p.A, "nft", "list", "ruleset")
+	for _, want := range []string{`hook ingress device "veth-ab"`, "numgen random mod 1000000000 < 50000000", "drop"} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("A's ruleset lacks %q:\n%s", want, rules)
+		}
+	}
+	if rules := output(t, p.B, "nft", "list", "ruleset"); strings.Contains(rules, "numgen") {
+		t.Errorf("A→B is lossless but B has:\n%s", rules)
+	}
+	if err := p.SetPath(t.Context(), lab.BtoA, lab.Path{}); err != nil {
+		t.Fatal(err)
+	}
+	if rules := output(t, p.A, "nft", "list", "ruleset"); strings.Contains(rules, "tcpscope") {
+		t.Errorf("after removing the loss:\n%s", rules)
+	}
+	if n, err := p.Dropped(t.Context(), lab.BtoA); n != 0 || err != nil {
+		t.Errorf("Dropped without a rule = %d, %v", n, err)
+	}
+}
+
+// TestCommandErrors checks that a failing tool's command line and stderr
+// reach the error.
+func TestCommandErrors(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{})
+	// Deleting one veth end deletes both; tc then has no device.
+	output(t, p.A, "ip", "link", "del", p.A.Link)
+	err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Rate: model.MbitPerSecond})
+	if err == nil {
+		t.Fatal("SetPath on a deleted link succeeded")
+	}
+	msg := err.Error()
+	for _, want := range []string{"lab: tc -n " + p.A.Name + " qdisc replace dev veth-ab root tbf", "Cannot find device", "exit status"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+}
+
+// transfer sends from A to B until dur has passed and returns what B
+// received and over how long (first byte to end of stream), plus the
+// sender's TCP_INFO at the end.
+func transfer(t *testing.T, p *lab.Pair, dur time.Duration) (n int64, elapsed time.Duration, info *unix.TCPInfo) {
+	t.Helper()
+	ln := listenB(t, p)
+	type result struct {
+		n       int64
+		elapsed time.Duration
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(dur + 10*time.Second))
+		buf := make([]byte, 256<<10)
+		var r result
+		var start time.Time
+		for {
+			k, err := c.Read(buf)
+			if k > 0 && r.n == 0 {
+				start = time.Now()
+			}
+			r.n += int64(k)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				r.err = err
+				break
+			}
+		}
+		r.elapsed = time.Since(start)
+		done <- r
+	}()
+
+	c, err := p.A.Dial(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 128<<10)
+	end := time.Now().Add(dur)
+	c.SetWriteDeadline(end.Add(10 * time.Second))
+	for time.Now().Before(end) {
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.n, r.elapsed, tcpInfo(t, c)
+}
+
+// TestThroughput checks the tbf's physics: 100 Mbit/s of frames carry about
+// 95.6 Mbit/s of TCP payload (1448 of every 1514 bytes). The window allows
+// for scheduling noise, not for a mis-sized bucket or queue.
+func TestThroughput(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
+	n, elapsed, info := transfer(t, p, 3*time.Second)
+	got := model.RateOf(model.Bytes(n), elapsed.Seconds())
+	t.Logf("%s in %v: %v, %d retransmitted", model.Bytes(n), elapsed.Round(time.Millisecond), got, info.Total_retrans)
+	if got < 85*model.MbitPerSecond || got > 101*model.MbitPerSecond {
+		t.Errorf("goodput %v over a 100 Mbit/s tbf, want 85 to 101 Mbit/s", got)
+	}
+}
+
+func TestLossCounted(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Loss: 0.01}})
+	n, elapsed, info := transfer(t, p, 500*time.Millisecond)
+	dropped, err := p.Dropped(t.Context(), lab.AtoB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs := info.Data_segs_out
+	t.Logf("%s in %v, %d data segments, %d dropped, %d retransmitted",
+		model.Bytes(n), elapsed.Round(time.Millisecond), segs, dropped, info.Total_retrans)
+	if dropped == 0 {
+		t.Errorf("nothing dropped out of %d segments at 1%% loss", segs)
+	}
+	// The drop happens on the wire side of the sender, so TCP must see it
+	// as loss and retransmit; a drop inside the sender would not.
+	if info.Total_retrans == 0 {
+		t.Errorf("%d drops but no retransmissions", dropped)
+	}
+	if back, err := p.Dropped(t.Context(), lab.BtoA); back != 0 || err != nil {
+		t.Errorf("B→A has no loss rule but Dropped = %d, %v", back, err)
+	}
+}
+
+// TestClean plants namespaces named for a dead process and for this one:
+// Clean removes the first and spares the second.
+func TestClean(t *testing.T) {
+	labtest.Require(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadName := fmt.Sprintf("%s%d-1-a", lab.NamePrefix, dead.Process.Pid)
+	liveName := fmt.Sprintf("%s%d-999999-a", lab.NamePrefix, os.Getpid())
+	for _, n := range []string{deadName, liveName} {
+		if out, err := exec.Command("ip", "netns", "add", n).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add %s: %v: %s", n, err, out)
+		}
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", n).Run() })
+	}
+	if err := lab.Clean(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if left := netnsListed(t, deadName, liveName); len(left) != 1 || left[0] != liveName {
+		t.Errorf("after Clean: %v listed, want only %s", left, liveName)
+	}
+}
+
+const childEnv = "TCPSCOPE_LAB_TEST_CHILD"
+
+// TestChildProcess is run by TestTeardown in a child process: it builds a
+// pair, reports its names and then fails or waits for a signal.
+func TestChildProcess(t *testing.T) {
+	mode := os.Getenv(childEnv)
+	if mode == "" {
+		t.Skip("helper of TestTeardown; runs only in its child process")
+	}
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 10 * model.MbitPerSecond, Loss: 0.01}})
+	fmt.Printf("PAIR %s %s\n", p.A.Name, p.B.Name)
+	switch mode {
+	case "fatal":
+		t.Fatal("failing on purpose after building a pair")
+	case "wait":
+		time.Sleep(20 * time.Second) // the parent signals long before
+	}
+}
+
+// TestTeardown checks every way a test binary can end: a failing test and
+// SIGINT/SIGTERM tear the pair down at once; after SIGKILL the pair stays
+// until Clean.
+func TestTeardown(t *testing.T) {
+	labtest.Require(t)
+	for _, tc := range []struct {
+		name string
+		mode string
+		sig  syscall.Signal
+	}{
+		{"t.Fatal", "fatal", 0},
+		{"SIGINT", "wait", syscall.SIGINT},
+		{"SIGTERM", "wait", syscall.SIGTERM},
+		{"SIGKILL", "wait", syscall.SIGKILL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChildProcess$", "-test.v", "-test.timeout=60s")
+			cmd.Env = append(os.Environ(), childEnv+"="+tc.mode)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			var transcript strings.Builder
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				transcript.WriteString(sc.Text() + "\n")
+				if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "PAIR" {
+					names = f[1:]
+					break
+				}
+			}
+			if names == nil {
+				cmd.Wait()
+				t.Fatalf("child reported no pair:\n%s%s", transcript.String(), stderr.String())
+			}
+			if tc.sig != 0 {
+				if err := cmd.Process.Signal(tc.sig); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rest, _ := io.ReadAll(stdout)
+			transcript.Write(rest)
+			if err := cmd.Wait(); err == nil {
+				t.Fatalf("child passed; want it to fail or die:\n%s", transcript.String())
+			}
+			// The signal handler must not swallow the signal: the child
+			// has to die of it, as it would have without labtest.
+			if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); tc.sig != 0 && (!ws.Signaled() || ws.Signal() != tc.sig) {
+				t.Errorf("child ended with %v, want death by %v", cmd.ProcessState, tc.sig)
+			}
+			if tc.sig == syscall.SIGKILL {
+				if left := netnsListed(t, names...); len(left) != 2 {
+					t.Fatalf("after SIGKILL %v listed, want both %v left behind", left, names)
+				}
+				if err := lab.Clean(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if left := netnsListed(t, names...); len(left) != 0 {
+				t.Errorf("%v still listed after the child ended:\n%s%s", left, transcript.String(), stderr.String())
+			}
+		})
+	}
+}
+
+func TestNoLeftovers(t *testing.T) {
+	// Runs last in this file's order: every earlier pair has been closed
+	// by its test's cleanup.
+	labtest.Require(t)
+	if left := ownNamespaces(t); len(left) != 0 {
+		t.Errorf("namespaces left by this test binary: %v", left)
+	}
+}
