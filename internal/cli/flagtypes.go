@@ -14,8 +14,8 @@ import (
 type seconds struct{ d *time.Duration }
 
 func (s seconds) String() string {
-	if s.d == nil {
-		return "0"
+	if s.d == nil || *s.d == 0 {
+		return "0" // what pflag takes for "no default" in help output
 	}
 	return s.d.String()
 }

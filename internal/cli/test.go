@@ -19,6 +19,7 @@ type testFlags struct {
 	json       bool
 	jsonStream bool
 	format     string
+	verbose    bool
 }
 
 func newTestCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -63,6 +64,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.StringVarP(&f.bind, "bind", "B", "", "local address to send from")
 	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
+	fl.BoolVarP(&f.verbose, "verbose", "V", false, "show every kernel variable per interval (text output)")
 	fl.StringVarP(&f.format, "format", "f", "a", "rate units: a k m g t (bit/s) or A K M G T (byte/s), SI prefixes")
 	return cmd
 }
@@ -113,7 +115,7 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		client.Observer, out = stream, stream
 	case f.json:
 	default:
-		text := report.NewText(stdout, format)
+		text := report.NewText(stdout, format, f.verbose)
 		client.Observer, out = text, text
 	}
 	ctx := cmd.Context()

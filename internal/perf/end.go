@@ -259,11 +259,18 @@ func (e *end) sample() {
 		defer t.Stop()
 		omitC = t.C
 	}
+	planned := span(&e.cfg)
 	var start time.Duration
 	for index := 0; ; index++ {
 		last := false
 		select {
 		case <-ticker.C:
+			if planned > 0 && e.since() >= planned-e.cfg.Interval/10 {
+				// The senders stop on this tick: let the last interval run
+				// on until the final bytes land rather than print a sliver.
+				index--
+				continue
+			}
 		case <-allDone:
 			last = true
 		case <-omitC:
@@ -297,7 +304,9 @@ func (e *end) sample() {
 			prev[i], prevBytes[i] = cur, b
 		}
 		iv.End = end
-		iv.Omitted = e.cfg.Omit > 0 && end <= e.cfg.Omit
+		// An interval that began before the omit boundary is (at least
+		// partly) slow start: marked, and left out of the totals.
+		iv.Omitted = start < e.cfg.Omit
 		if last && idle(&iv) && end-start < e.cfg.Interval/10 {
 			// The senders stopped on a tick: a sliver of an interval with
 			// no data says nothing (the totals keep the final samples).

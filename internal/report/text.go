@@ -13,8 +13,9 @@ import (
 // Text prints a test for people: a header, one block per interval showing
 // both ends side by side, then a summary of both ends.
 type Text struct {
-	w      io.Writer
-	format model.RateFormat
+	w       io.Writer
+	format  model.RateFormat
+	verbose bool
 
 	mu      sync.Mutex
 	run     *model.Run
@@ -22,9 +23,10 @@ type Text struct {
 	next    int // index of the next interval block to print
 }
 
-// NewText returns a Text writing to w with rates in format f.
-func NewText(w io.Writer, f model.RateFormat) *Text {
-	return &Text{w: w, format: f, pending: map[model.Side]map[int]*model.Interval{
+// NewText returns a Text writing to w with rates in format f. Verbose adds
+// a line per stream and end with the rest of the kernel's variables.
+func NewText(w io.Writer, f model.RateFormat, verbose bool) *Text {
+	return &Text{w: w, format: f, verbose: verbose, pending: map[model.Side]map[int]*model.Interval{
 		model.ClientSide: {}, model.ServerSide: {},
 	}}
 }
@@ -51,6 +53,9 @@ func (t *Text) Begin(run *model.Run) {
 	}
 	for _, w := range run.Warnings {
 		fmt.Fprintf(t.w, "warning: %s\n", w)
+	}
+	if c.Omit > 0 {
+		fmt.Fprintf(t.w, "intervals marked * fall in the first %v (-O) and are left out of the totals\n", c.Omit)
 	}
 	fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
 		"Interval", "End", "Rate", "Bytes", "Retr", "Cwnd", "sRTT (min)", "Window", "Limited rwnd/sndbuf/cwnd/app")
@@ -179,6 +184,9 @@ func (t *Text) streamLine(id int, span string, si *model.StreamInterval) {
 		}
 		fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5d %10s %19s %10s  %s\n",
 			id+1, span, "sender", t.rate(si.Rate), si.Bytes.Decimal(), si.RetransSegs, s.CwndBytes().Binary(), rtt, wnd, lim)
+		if t.verbose {
+			t.senderDetail(si)
+		}
 		return
 	}
 	wnd := s.RcvSpace.Binary()
@@ -194,6 +202,48 @@ func (t *Text) streamLine(id int, span string, si *model.StreamInterval) {
 	}
 	fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
 		id+1, span, "receiver", t.rate(si.Rate), si.Bytes.Decimal(), "", "", "", wnd, strings.TrimSpace(extra))
+	if t.verbose {
+		fmt.Fprintf(t.w, "      rcv_space %s  rcv_ssthresh %s  rcv_mss %s  advmss %s  ato %s  %s\n",
+			s.RcvSpace.Binary(), s.RcvSsthresh.Binary(), s.RcvMSS.Binary(), s.AdvMSS.Binary(), fmtDur(s.ATO), s.Options)
+	}
+}
+
+// senderDetail prints the rest of a sender's variables on one line.
+func (t *Text) senderDetail(si *model.StreamInterval) {
+	s := &si.TCP
+	var b strings.Builder
+	ss := "∞"
+	if v, ok := s.SsthreshBytes().Get(); ok {
+		ss = v.Binary()
+	}
+	fmt.Fprintf(&b, "      ssthresh %s  rttvar %s  rto %s  lost %d  reordering %d", ss, fmtDur(s.RTTVar), fmtDur(s.RTO), s.Lost, s.Reordering)
+	if v, ok := s.ReordSeen.Get(); ok {
+		fmt.Fprintf(&b, "  reord_seen %d", v)
+	}
+	if v, ok := s.DSACKDups.Get(); ok {
+		fmt.Fprintf(&b, "  dsack_dups %d", v)
+	}
+	if v, ok := si.RetransBytes.Get(); ok {
+		fmt.Fprintf(&b, "  retrans %s", v.Decimal())
+	}
+	if v, ok := s.DeliveryRate.Get(); ok {
+		fmt.Fprintf(&b, "  delivery %s", t.rate(v))
+		if s.DeliveryRateAppLimited {
+			b.WriteString(" (app-limited)")
+		}
+	}
+	if v, ok := s.PacingRate.Get(); ok {
+		fmt.Fprintf(&b, "  pacing %s", t.rate(v))
+	}
+	fmt.Fprintf(&b, "  unacked %s", s.UnackedBytes().Decimal())
+	if v, ok := s.NotsentBytes.Get(); ok {
+		fmt.Fprintf(&b, "  notsent %s", v.Decimal())
+	}
+	fmt.Fprintf(&b, "  pmtu %d  mss %d  %s  %s %s", s.PMTU, s.SndMSS, s.Options, s.Congestion, s.CAState)
+	if s.BBR != nil {
+		fmt.Fprintf(&b, "  bbr %s bw %s min_rtt %s", s.BBR.Mode(), t.rate(s.BBR.BW), fmtDur(s.BBR.MinRTT))
+	}
+	fmt.Fprintln(t.w, b.String())
 }
 
 // fmtDur prints a duration with three significant digits in µs or ms.

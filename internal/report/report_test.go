@@ -1,0 +1,179 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// load reads a run recorded with `tcpscope test --json`.
+func load(t *testing.T, name string) *model.Run {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r model.Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s", name, got)
+	}
+}
+
+// replay feeds a recorded run through a presenter as a live run would,
+// with the server's intervals arriving a little after the client's.
+func replay(run *model.Run, begin func(*model.Run), interval func(model.Side, *model.Interval)) {
+	begin(run)
+	n := max(len(run.Client.Intervals), len(run.Remote.Intervals))
+	for i := range n {
+		if i < len(run.Client.Intervals) {
+			interval(model.ClientSide, &run.Client.Intervals[i])
+		}
+		if i > 0 && i-1 < len(run.Remote.Intervals) {
+			interval(model.ServerSide, &run.Remote.Intervals[i-1])
+		}
+	}
+	if n > 0 && n-1 < len(run.Remote.Intervals) {
+		interval(model.ServerSide, &run.Remote.Intervals[n-1])
+	}
+}
+
+func TestTextGolden(t *testing.T) {
+	for _, c := range []struct {
+		run     string
+		verbose bool
+		format  model.RateFormat
+	}{
+		{"bidir.json", false, model.RateAuto},
+		{"bidir.json", true, model.RateMbit},
+		{"reverse-omit.json", false, model.RateAutoBytes},
+	} {
+		run := load(t, c.run)
+		var out bytes.Buffer
+		txt := NewText(&out, c.format, c.verbose)
+		replay(run, txt.Begin, txt.Interval)
+		if err := txt.End(run); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimSuffix(c.run, ".json")
+		if c.verbose {
+			name += "-verbose"
+		}
+		golden(t, name+"-"+string(c.format)+".txt", out.Bytes())
+		// Every interval of both ends was printed, once.
+		lines := strings.Count(out.String(), " sender ") + strings.Count(out.String(), " receiver ")
+		want := 0
+		for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+			for _, iv := range e.Intervals {
+				want += len(iv.Streams)
+			}
+		}
+		if len(run.Streams) > 1 {
+			want += 2 * len(run.Client.Intervals) // [SUM] lines
+		}
+		if lines < want {
+			t.Errorf("%s: %d interval lines, want at least %d", name, lines, want)
+		}
+	}
+}
+
+func TestTextFlushesOneSidedIntervals(t *testing.T) {
+	run := load(t, "bidir.json")
+	var out bytes.Buffer
+	txt := NewText(&out, model.RateAuto, false)
+	txt.Begin(run)
+	for i := range run.Client.Intervals {
+		txt.Interval(model.ClientSide, &run.Client.Intervals[i])
+	}
+	if strings.Contains(out.String(), "0.00-0.20 s") {
+		t.Fatal("printed an interval before the server's half arrived")
+	}
+	txt.End(run)
+	if !strings.Contains(out.String(), "0.00-0.20 s") {
+		t.Fatal("End did not flush the client's intervals")
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	run := load(t, "bidir.json")
+	var out bytes.Buffer
+	if err := WriteJSON(&out, run); err != nil {
+		t.Fatal(err)
+	}
+	var back model.Run
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	WriteJSON(&again, &back)
+	if !bytes.Equal(out.Bytes(), again.Bytes()) {
+		t.Fatal("JSON does not round-trip: a saved run must read back identically")
+	}
+	// Absent kernel fields stay absent: the 6.18 recording has them all,
+	// so cut one and check it disappears rather than reading 0.
+	back.Client.Intervals[0].Streams[0].TCP.RcvWnd = model.Opt[model.Bytes]{}
+	b, _ := json.Marshal(back.Client.Intervals[0].Streams[0].TCP)
+	if strings.Contains(string(b), `"rcv_wnd"`) {
+		t.Fatal("absent field written")
+	}
+}
+
+func TestStreamEvents(t *testing.T) {
+	run := load(t, "reverse-omit.json")
+	var out bytes.Buffer
+	s := NewStream(&out)
+	replay(run, s.Begin, s.Interval)
+	if err := s.End(run); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail("busy", "server busy (1 running, limit 1)", "later"); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<22)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line is not JSON: %v", err)
+		}
+		if e.Schema != model.SchemaVersion {
+			t.Fatalf("schema %q", e.Schema)
+		}
+		kinds = append(kinds, e.Event)
+		if e.Event == "begin" && (e.Run == nil || len(e.Run.Client.Intervals) != 0) {
+			t.Fatal("begin must carry the setup without measurements")
+		}
+	}
+	want := 2 + len(run.Client.Intervals) + len(run.Remote.Intervals) + 1
+	if len(kinds) != want || kinds[0] != "begin" || kinds[len(kinds)-2] != "end" || kinds[len(kinds)-1] != "error" {
+		t.Fatalf("events %v", kinds)
+	}
+}
