@@ -3,45 +3,65 @@
 // both ends) on one machine and check that a diagnosis names the impairment
 // it was given.
 //
-// A Pair is two hosts, A and B, each its own network namespace, joined by
-// one veth pair and by nothing else: no link, route or address ties them to
-// the machine's own interfaces, so lab traffic never leaves the two
-// namespaces. NewPair builds it and Close tears it down; Clean removes what
-// killed runs left behind. Tests get pairs from the labtest package, which
-// skips without root and tears down even when a test fails.
+// A Pair is three network namespaces: hosts A and B and a router R between
+// them, A —veth— R —veth— B. A sits on 10.199.N.0/24 and B on 10.200.N.0/24
+// (host .1, router .254); each host has one route, to the other's subnet
+// through R, and R forwards IPv4 between its two links. No link, route or
+// address ties the namespaces to the machine's own interfaces, so lab
+// traffic never leaves the pair. NewPair builds it and Close tears it down;
+// Clean removes what killed runs left behind. Tests get pairs from the
+// labtest package, which skips without root and tears down even when a
+// test fails.
 //
 // Why our own lab and not netem: the kernels tcpscope is developed and tested
 // on are built without sch_netem (and without fq and codel), so there is no
 // kernel delay or loss emulation to call. What they do have is tbf, nftables
 // (random drop with numgen), veth and network namespaces; this package uses
-// exactly those. Rate is a tbf on the sending end's veth; loss is an nftables
-// rule that drops at random on arrival at the receiving end. Delay and
-// jitter need the userspace path emulator over TUN devices that later
-// builds on these namespaces, and that emulator is also what lets the lab
-// use kernel netem where a user's kernel has it.
+// exactly those. Delay and jitter need the userspace path emulator over TUN
+// devices that later builds on these namespaces, and that emulator is also
+// what lets the lab use kernel netem where a user's kernel has it.
 //
-// Where each impairment sits, and why:
+// Why a router: every impairment sits in R, none in the hosts, as on a real
+// path, where the bottleneck queue is in a router and not in the sender.
 //
-//   - Rate (tbf) sits on the egress of the sender's veth. Its queue is the
-//     path's bottleneck buffer; Path.Queue bounds how long a packet may wait.
-//   - Loss sits on the ingress of the receiver's veth, not on the sender's
-//     egress. A packet dropped inside the sending host (by a netfilter rule
-//     or a qdisc) is reported to TCP as a local transmit failure and sent
-//     again at once; TCP never sees a loss. Measured here: 1% drop in the
-//     sender's output or egress hook cost no retransmissions at all, the
-//     same drop at the receiver's ingress cost one retransmission per drop.
-//   - Segmentation offload is off by default (gso_max_segs 1 on both veth
-//     ends), so every skb on the lab link is one packet of at most MTU
+//   - Rate (tbf) sits on R's egress toward the receiver: A→B on R's link to
+//     B, B→A on R's link to A. Its queue is the path's bottleneck buffer;
+//     Path.Queue bounds how long a packet may wait. A tbf on the sender's
+//     own veth (the lab's first design) is the wrong place: TCP Small
+//     Queues stop a socket once about 1 ms of its data waits in the local
+//     qdisc, so the queue never builds and the sender reports itself merely
+//     busy. Measured at 100 Mbit/s with a 64 KiB receive window (B without
+//     window scaling) and CUBIC: with the tbf in A, srtt 1.7 ms and 2% of
+//     busy time receive-window-limited; with the tbf in R, srtt 3.4 ms (the
+//     advertised window, 39 kB of the 64 KiB buffer, draining at the
+//     bottleneck) and 100%.
+//   - Loss is an nftables rule on the ingress of R's link from the sender
+//     (table tcpscope_atob or tcpscope_btoa in R), before the rate limiter.
+//     A packet dropped inside the sending host (by a netfilter rule or a
+//     qdisc) is reported to TCP as a local transmit failure and sent again
+//     at once; TCP never sees a loss. Measured: 1% drop in the sender's
+//     output or egress hook cost no retransmissions at all; the same drop
+//     in R costs at least one retransmission per drop, in both directions.
+//   - Segmentation offload is off by default (gso_max_segs 1 on all four
+//     veth ends), so every skb on a lab link is one packet of at most MTU
 //     bytes, as on a wire. With offload on, TCP hands the veth 64 KiB
-//     aggregates and one "random packet loss" drops up to 44 segments at
-//     once. Per-packet fidelity costs speed: about 2 Gbit/s through an
-//     unshaped pair instead of about 18 Gbit/s; set PairConfig.Offload for
-//     fast paths that need no loss.
+//     aggregates, R forwards them whole, and one "random packet loss" drops
+//     up to 44 segments at once. Per-packet fidelity costs speed: on a
+//     2-CPU test machine an unshaped pair carried about 0.4 Gbit/s instead
+//     of about 17 Gbit/s; set PairConfig.Offload for fast paths that need
+//     no loss. MTU applies to all four ends.
+//
+// There is no two-namespace mode. It would save the forwarding hop, which
+// costs little (unshaped, 0.4 against 0.5 Gbit/s without offload, 17
+// against 19.5 Gbit/s with it), and would bring back the sender-side
+// bottleneck that TCP Small Queues defeat; one topology also means one
+// place for each impairment and one set of tests.
 //
 // TCP sysctls (tcp_sack, tcp_timestamps, tcp_window_scaling, tcp_rmem,
 // tcp_wmem, tcp_congestion_control, any net.* key) are per network namespace
-// and are set inside each host only. net.core.rmem_max and wmem_max are not:
-// the kernel keeps one host-wide value. Recent kernels (6.11 on; checked on
-// 6.18) show it inside a namespace read-only, older ones (6.6) hide it there.
-// The lab never changes a host-wide setting; see ErrHostWide.
+// and are set inside hosts A and B only; R keeps the kernel's defaults plus
+// ip_forward. net.core.rmem_max and wmem_max are not per namespace: the
+// kernel keeps one host-wide value. Recent kernels (6.11 on; checked on
+// 6.18) show it inside a namespace read-only, older ones (6.6) hide it
+// there. The lab never changes a host-wide setting; see ErrHostWide.
 package lab

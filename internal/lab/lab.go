@@ -16,8 +16,9 @@ import (
 )
 
 // NamePrefix starts the name of every namespace the lab creates. The full
-// name is NamePrefix + "<pid>-<seq>-a" (or "-b"), where pid is the creating
-// process, so Clean can tell leftovers of dead processes from live pairs.
+// name is NamePrefix + "<pid>-<seq>-a" (or "-b" for host B, "-r" for the
+// router), where pid is the creating process, so Clean can tell leftovers
+// of dead processes from live pairs.
 const NamePrefix = "tcpscope-"
 
 // Errors a caller may want to tell apart. Command failures are wrapped with
@@ -67,15 +68,17 @@ const (
 )
 
 // PairConfig describes a pair of hosts and the path between them. The zero
-// value is an unimpaired 1500-byte link between two hosts with kernel
-// default settings.
+// value is an unimpaired path of 1500-byte links between two hosts with
+// kernel default settings, through a router.
 type PairConfig struct {
-	// MTU of both veth ends; 0 keeps the kernel default of 1500.
+	// MTU of every veth end (both links, all four ends); 0 keeps the
+	// kernel default of 1500.
 	MTU int
-	// Offload keeps TSO/GSO on the veth, so TCP hands it up to 64 KiB
-	// aggregates: much faster, but Loss then drops whole aggregates and
-	// the tbf meters them in bursts. Off (the default), every packet on
-	// the link is at most MTU bytes, as on a wire.
+	// Offload keeps TSO/GSO on the veths, so TCP hands them up to 64 KiB
+	// aggregates, which the router forwards whole: much faster, but Loss
+	// then drops whole aggregates and the tbf meters them in bursts. Off
+	// (the default), every packet on a link is at most MTU bytes, as on a
+	// wire.
 	Offload bool
 	// AtoB and BtoA are the impairments of each direction.
 	AtoB, BtoA Path
@@ -83,10 +86,11 @@ type PairConfig struct {
 	A, B HostConfig
 }
 
-// Path is the impairment of one direction of the link.
+// Path is the impairment of one direction of the path.
 type Path struct {
-	// Rate limits the direction with a token bucket (tbf) on the sender's
-	// veth; 0 means unlimited. tbf counts whole frames (IP packet plus a
+	// Rate limits the direction with a token bucket (tbf) on the router's
+	// link toward the receiver; 0 means unlimited. Its queue is the
+	// path's bottleneck buffer, in R and not in the sending host. tbf counts whole frames (IP packet plus a
 	// 14-byte Ethernet header), so TCP goodput over a 1500-byte MTU with
 	// timestamps is at most Rate × 1448/1514, about 95.6% of Rate.
 	Rate model.Bitrate
@@ -98,8 +102,9 @@ type Path struct {
 	Queue time.Duration
 	// Loss is the probability that a packet of this direction is dropped,
 	// from 0 to 1, with a resolution of 1e-9. Each IPv4 and IPv6 packet is
-	// dropped independently on arrival at the receiver; ARP and neighbour
-	// discovery are spared so that loss never stalls address resolution.
+	// dropped independently on arrival at the router from the sender,
+	// before the rate limiter; ARP and neighbour discovery are spared so
+	// that loss never stalls address resolution.
 	Loss float64
 }
 
@@ -174,7 +179,7 @@ type HostConfig struct {
 	Sysctls map[string]string
 }
 
-// Direction names one direction of a pair's link.
+// Direction names one direction of a pair's path.
 type Direction int
 
 // Directions.
@@ -190,11 +195,20 @@ func (d Direction) String() string {
 	return "A→B"
 }
 
-// Pair is two hosts joined by one veth link. A Pair must be closed.
+// Pair is two hosts, A and B, joined through a router, R: A —veth— R
+// —veth— B. A Pair must be closed.
 type Pair struct {
+	// A and B are the end hosts; each dials the other's Addr.
 	A, B *Host
+	// R is the router, where the impairments of both directions sit. Its
+	// Link, Addr and Prefix describe its side toward A (Addr is A's
+	// gateway); RouterLinks names both of its links. Use it to inspect or
+	// add to the path with tc or nft (R.Command) without touching the
+	// hosts.
+	R *Host
 
-	cfg PairConfig
+	cfg    PairConfig
+	rlinks [2]string // R's link toward A, toward B
 
 	mu      sync.Mutex
 	paths   [2]Path // as applied, defaults resolved
@@ -204,16 +218,19 @@ type Pair struct {
 	created []string // namespaces to delete, in creation order
 }
 
-// Host is one end of a Pair: a network namespace with one veth link and
-// loopback.
+// Host is one of a Pair's network namespaces: an end host with loopback
+// and one veth link to the router, or the router itself.
 type Host struct {
 	// Name is the network namespace, as `ip netns list` shows it.
 	Name string
-	// Link is the name of the host's veth end inside its namespace.
+	// Link is the name of the host's veth end inside its namespace (for
+	// the router: its link toward A).
 	Link string
-	// Addr is the host's address on the link, inside Prefix.
+	// Addr is the host's address on Link, inside Prefix; for A and B, the
+	// address the other host dials.
 	Addr netip.Addr
-	// Prefix is the link's subnet.
+	// Prefix is Link's subnet. A and B are on different subnets and reach
+	// each other through R.
 	Prefix netip.Prefix
 }
 
@@ -234,19 +251,14 @@ func (p *Pair) Path(d Direction) Path {
 
 func (d Direction) valid() bool { return d == AtoB || d == BtoA }
 
-// sender and receiver return the hosts that send and receive direction d.
-func (p *Pair) sender(d Direction) *Host {
+// RouterLinks returns the names of R's links that direction d enters and
+// leaves the router by: d's loss rule sits on the ingress of in, its rate
+// limiter (tbf) on the egress of out. For AtoB, in faces A and out faces B.
+func (p *Pair) RouterLinks(d Direction) (in, out string) {
 	if d == BtoA {
-		return p.B
+		return p.rlinks[1], p.rlinks[0]
 	}
-	return p.A
-}
-
-func (p *Pair) receiver(d Direction) *Host {
-	if d == BtoA {
-		return p.A
-	}
-	return p.B
+	return p.rlinks[0], p.rlinks[1]
 }
 
 func (c PairConfig) mtu() int {
@@ -338,21 +350,27 @@ func lossThreshold(p float64) uint64 {
 	return uint64(math.Round(p * lossScale))
 }
 
-// nftTable is the nftables table, in the receiving namespace, that holds
-// the loss rule of one direction.
-const nftTable = "tcpscope"
+// nftTable is the nftables table, in the router, that holds the loss rule
+// of direction d. Both directions' tables live in R, so each has its own.
+func nftTable(d Direction) string {
+	if d == BtoA {
+		return "tcpscope_btoa"
+	}
+	return "tcpscope_atob"
+}
 
 // lossScript is the nft script that makes link's ingress drop packets with
-// probability loss, replacing any previous rule in one transaction. With
-// loss 0 it only removes the table. Declaring the table before deleting it
-// makes the delete succeed whether or not the table existed.
-func lossScript(link string, loss float64) string {
+// probability loss, replacing any previous rule in table in one
+// transaction. With loss 0 it only removes the table. Declaring the table
+// before deleting it makes the delete succeed whether or not the table
+// existed.
+func lossScript(table, link string, loss float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table netdev %s {}\ndelete table netdev %s\n", nftTable, nftTable)
+	fmt.Fprintf(&b, "table netdev %s {}\ndelete table netdev %s\n", table, table)
 	if loss == 0 {
 		return b.String()
 	}
-	fmt.Fprintf(&b, "table netdev %s {\n", nftTable)
+	fmt.Fprintf(&b, "table netdev %s {\n", table)
 	b.WriteString("\tchain loss {\n")
 	fmt.Fprintf(&b, "\t\ttype filter hook ingress device %q priority 0; policy accept;\n", link)
 	fmt.Fprintf(&b, "\t\tmeta protocol { ip, ip6 } numgen random mod %d < %d counter drop comment %q\n",
@@ -436,10 +454,11 @@ func sysctlPath(key string) (string, error) {
 	return "/proc/sys/" + rel, nil
 }
 
-// nsNames returns the namespace names of pair seq created by pid.
-func nsNames(pid int, seq uint32) (a, b string) {
+// nsNames returns the namespace names of pair seq created by pid: hosts A
+// and B and router R.
+func nsNames(pid int, seq uint32) (a, b, r string) {
 	base := fmt.Sprintf("%s%d-%d-", NamePrefix, pid, seq)
-	return base + "a", base + "b"
+	return base + "a", base + "b", base + "r"
 }
 
 // creatorPID extracts the creating pid from a lab namespace name; ok is
@@ -472,13 +491,25 @@ func parseNetnsList(out string) []string {
 	return names
 }
 
-// linkPrefix picks the link's subnet, 10.199.N.0/24. Each pair is an island
-// (its namespaces share no routes with anything), so two pairs with the
-// same subnet could not collide; N still varies with pid and sequence so
-// that concurrent pairs are easy to tell apart in captures and errors.
-func linkPrefix(pid int, seq uint32) netip.Prefix {
-	n := 1 + (uint32(pid)*31+seq)%254
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 199, byte(n), 0}), 24)
+// linkPrefixes picks the subnets of the two links: 10.199.N.0/24 between
+// A and R, 10.200.N.0/24 between R and B. Each pair is an island (its
+// namespaces share no routes with anything), so two pairs with the same
+// subnets could not collide; N still varies with pid and sequence so that
+// concurrent pairs are easy to tell apart in captures and errors.
+func linkPrefixes(pid int, seq uint32) (a, b netip.Prefix) {
+	n := byte(1 + (uint32(pid)*31+seq)%254)
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 199, n, 0}), 24),
+		netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 200, n, 0}), 24)
+}
+
+// hostAddr and routerAddr are a host's and the router's address on a
+// link's subnet: .1 for the host, .254 for the router (its gateway).
+func hostAddr(p netip.Prefix) netip.Addr { return p.Addr().Next() }
+
+func routerAddr(p netip.Prefix) netip.Addr {
+	a := p.Addr().As4()
+	a[3] = 254
+	return netip.AddrFrom4(a)
 }
 
 // nftDropped sums the packet counters of the rules in `nft -j list table`

@@ -154,9 +154,19 @@ func netnsFile(name string) string {
 	return filepath.Join("/run/netns", name)
 }
 
-// NewPair creates hosts A and B joined by a veth link and applies cfg. If
-// anything fails, whatever was already created is removed before NewPair
-// returns. The caller must Close the pair.
+// Link names inside the namespaces (names are per namespace, so every
+// pair uses the same ones): A's end toward R, R's ends toward A and B, B's
+// end toward R.
+const (
+	linkAR = "veth-ar"
+	linkRA = "veth-ra"
+	linkRB = "veth-rb"
+	linkBR = "veth-br"
+)
+
+// NewPair creates hosts A and B joined through router R and applies cfg.
+// If anything fails, whatever was already created is removed before
+// NewPair returns. The caller must Close the pair.
 func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -170,7 +180,7 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 			return nil, err
 		}
 	}
-	p := &Pair{cfg: cfg}
+	p := &Pair{cfg: cfg, rlinks: [2]string{linkRA, linkRB}}
 	defer func() {
 		if err != nil {
 			if cerr := p.Close(); cerr != nil {
@@ -181,16 +191,19 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 
 	pid := os.Getpid()
 	var seq uint32
-	var nsA, nsB string
+	var nsA, nsB, nsR string
 	for attempt := 0; ; attempt++ {
 		seq = pairSeq.Add(1)
-		nsA, nsB = nsNames(pid, seq)
-		err := p.addNetns(ctx, nsA)
-		if err == nil {
-			err = p.addNetns(ctx, nsB)
+		nsA, nsB, nsR = nsNames(pid, seq)
+		var err error
+		for _, ns := range []string{nsA, nsR, nsB} {
+			if err = p.addNetns(ctx, ns); err != nil {
+				break
+			}
 		}
 		// A name can exist only if a dead process had our pid and left it
 		// behind (Clean spares it because the pid is alive again): skip it.
+		// What this attempt did create is in p.created and goes at Close.
 		if stderrHas(err, "File exists") && attempt < 16 {
 			continue
 		}
@@ -200,41 +213,69 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 		break
 	}
 
-	prefix := linkPrefix(pid, seq)
-	addrA := prefix.Addr().Next()
-	p.A = &Host{Name: nsA, Link: "veth-ab", Addr: addrA, Prefix: prefix}
-	p.B = &Host{Name: nsB, Link: "veth-ba", Addr: addrA.Next(), Prefix: prefix}
+	prefixA, prefixB := linkPrefixes(pid, seq)
+	p.A = &Host{Name: nsA, Link: linkAR, Addr: hostAddr(prefixA), Prefix: prefixA}
+	p.B = &Host{Name: nsB, Link: linkBR, Addr: hostAddr(prefixB), Prefix: prefixB}
+	p.R = &Host{Name: nsR, Link: linkRA, Addr: routerAddr(prefixA), Prefix: prefixA}
 
-	// Both ends are created directly inside their namespaces, so the link
-	// never exists in the host's namespace, even for a moment, and cannot
+	// Every veth end is created directly inside its namespace, so no link
+	// ever exists in the host's namespace, even for a moment, and none can
 	// clash with the host's interface names.
-	end := func(h *Host) []string {
-		args := []string{h.Link, "netns", h.Name}
+	end := func(ns, link string) []string {
+		args := []string{link, "netns", ns}
 		if cfg.MTU != 0 {
 			args = append(args, "mtu", strconv.Itoa(cfg.MTU))
 		}
 		if !cfg.Offload {
 			// One segment per skb: the stack then segments before the
-			// qdisc and the receiver sees single packets (see doc.go).
+			// qdisc and the next hop sees single packets (see doc.go).
 			args = append(args, "gso_max_segs", "1")
 		}
 		return args
 	}
-	args := append([]string{"link", "add"}, end(p.A)...)
-	args = append(args, "type", "veth", "peer", "name")
-	args = append(args, end(p.B)...)
-	if _, err := run(ctx, "", "ip", args...); err != nil {
+	type iface struct {
+		ns, link string
+		addr     netip.Prefix
+	}
+	for _, l := range [][2]iface{
+		{{nsA, linkAR, netip.PrefixFrom(p.A.Addr, prefixA.Bits())}, {nsR, linkRA, netip.PrefixFrom(routerAddr(prefixA), prefixA.Bits())}},
+		{{nsR, linkRB, netip.PrefixFrom(routerAddr(prefixB), prefixB.Bits())}, {nsB, linkBR, netip.PrefixFrom(p.B.Addr, prefixB.Bits())}},
+	} {
+		args := append([]string{"link", "add"}, end(l[0].ns, l[0].link)...)
+		args = append(args, "type", "veth", "peer", "name")
+		args = append(args, end(l[1].ns, l[1].link)...)
+		if _, err := run(ctx, "", "ip", args...); err != nil {
+			return nil, err
+		}
+		for _, i := range l {
+			for _, args := range [][]string{
+				{"-n", i.ns, "addr", "add", i.addr.String(), "dev", i.link},
+				{"-n", i.ns, "link", "set", i.link, "up"},
+			} {
+				if _, err := run(ctx, "", "ip", args...); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for _, ns := range []string{nsA, nsR, nsB} {
+		if _, err := run(ctx, "", "ip", "-n", ns, "link", "set", "lo", "up"); err != nil {
+			return nil, err
+		}
+	}
+	// R forwards between its links; each host reaches the other's subnet,
+	// and nothing else, through R. No default route: an address outside
+	// the pair stays unreachable.
+	if err := p.R.SetSysctl("net.ipv4.ip_forward", "1"); err != nil {
 		return nil, err
 	}
-	for _, h := range []*Host{p.A, p.B} {
-		for _, args := range [][]string{
-			{"-n", h.Name, "addr", "add", netip.PrefixFrom(h.Addr, h.Prefix.Bits()).String(), "dev", h.Link},
-			{"-n", h.Name, "link", "set", "lo", "up"},
-			{"-n", h.Name, "link", "set", h.Link, "up"},
-		} {
-			if _, err := run(ctx, "", "ip", args...); err != nil {
-				return nil, err
-			}
+	for _, r := range []struct {
+		h   *Host
+		dst netip.Prefix
+		via netip.Addr
+	}{{p.A, prefixB, routerAddr(prefixA)}, {p.B, prefixA, routerAddr(prefixB)}} {
+		if _, err := run(ctx, "", "ip", "-n", r.h.Name, "route", "add", r.dst.String(), "via", r.via.String(), "dev", r.h.Link); err != nil {
+			return nil, err
 		}
 	}
 
@@ -274,7 +315,8 @@ func (p *Pair) addNetns(ctx context.Context, name string) error {
 	return nil
 }
 
-// SetPath replaces the impairment of direction d. A zero Path removes it.
+// SetPath replaces the impairment of direction d, in the router. A zero
+// Path removes it.
 func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 	if !d.valid() {
 		return fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
@@ -288,16 +330,16 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 	if p.closed {
 		return fmt.Errorf("lab: %s: pair is closed", d)
 	}
-	snd, rcv := p.sender(d), p.receiver(d)
+	in, out := p.RouterLinks(d)
 
 	switch {
 	case r.Rate > 0:
-		if _, err := run(ctx, "", "tc", append([]string{"-n", snd.Name}, r.tbfArgs(snd.Link)...)...); err != nil {
+		if _, err := run(ctx, "", "tc", append([]string{"-n", p.R.Name}, r.tbfArgs(out)...)...); err != nil {
 			return err
 		}
 		p.shaped[d] = true
 	case p.shaped[d]:
-		if _, err := run(ctx, "", "tc", "-n", snd.Name, "qdisc", "del", "dev", snd.Link, "root"); err != nil {
+		if _, err := run(ctx, "", "tc", "-n", p.R.Name, "qdisc", "del", "dev", out, "root"); err != nil {
 			return err
 		}
 		p.shaped[d] = false
@@ -305,7 +347,7 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 	p.paths[d].Rate, p.paths[d].Burst, p.paths[d].Queue = r.Rate, r.Burst, r.Queue
 
 	if r.Loss > 0 || p.lossy[d] {
-		if _, err := nft(ctx, rcv.Name, lossScript(rcv.Link, r.Loss), "-f", "-"); err != nil {
+		if _, err := nft(ctx, p.R.Name, lossScript(nftTable(d), in, r.Loss), "-f", "-"); err != nil {
 			return err
 		}
 		p.lossy[d] = r.Loss > 0
@@ -329,7 +371,7 @@ func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
 	if !lossy {
 		return 0, nil
 	}
-	out, err := nft(ctx, p.receiver(d).Name, "", "-j", "list", "table", "netdev", nftTable)
+	out, err := nft(ctx, p.R.Name, "", "-j", "list", "table", "netdev", nftTable(d))
 	if err != nil {
 		return 0, err
 	}
@@ -340,10 +382,11 @@ func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
 	return n, nil
 }
 
-// Close removes both namespaces, which removes everything in them: the veth
-// ends, qdiscs and nftables tables. It is safe to call more than once; calls
-// after the first return nil. Processes still running inside a namespace
-// (started with Host.Command) keep it alive, unnamed, until they exit.
+// Close removes the pair's three namespaces, which removes everything in
+// them: the veth ends, routes, qdiscs and nftables tables. It is safe to
+// call more than once; calls after the first return nil. Processes still
+// running inside a namespace (started with Host.Command) keep it alive,
+// unnamed, until they exit.
 func (p *Pair) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,7 +28,13 @@ import (
 // listenB opens a TCP listener on B's address inside B.
 func listenB(t *testing.T, p *lab.Pair) net.Listener {
 	t.Helper()
-	ln, err := p.B.Listen(t.Context(), "tcp", netip.AddrPortFrom(p.B.Addr, 0).String())
+	return listen(t, p.B)
+}
+
+// listen opens a TCP listener on h's address inside h.
+func listen(t *testing.T, h *lab.Host) net.Listener {
+	t.Helper()
+	ln, err := h.Listen(t.Context(), "tcp", netip.AddrPortFrom(h.Addr, 0).String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +114,11 @@ func tcpInfo(t *testing.T, c net.Conn) *unix.TCPInfo {
 
 func TestConnectivity(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{})
-	if !p.A.Prefix.Contains(p.A.Addr) || !p.A.Prefix.Contains(p.B.Addr) || p.A.Addr == p.B.Addr {
-		t.Fatalf("addresses A %v B %v not distinct in %v", p.A.Addr, p.B.Addr, p.A.Prefix)
+	if !p.A.Prefix.Contains(p.A.Addr) || !p.B.Prefix.Contains(p.B.Addr) || p.A.Prefix.Overlaps(p.B.Prefix) {
+		t.Fatalf("A %v in %v, B %v in %v: want each host in its own subnet", p.A.Addr, p.A.Prefix, p.B.Addr, p.B.Prefix)
+	}
+	if p.R.Prefix != p.A.Prefix || !p.R.Prefix.Contains(p.R.Addr) || p.R.Addr == p.A.Addr {
+		t.Fatalf("R %v in %v: want A's gateway on A's subnet %v", p.R.Addr, p.R.Prefix, p.A.Prefix)
 	}
 	ln := listenB(t, p)
 	type accepted struct {
@@ -152,26 +162,86 @@ func TestConnectivity(t *testing.T) {
 	if peer := a.peer.(*net.TCPAddr).AddrPort().Addr(); peer != p.A.Addr {
 		t.Errorf("B saw the connection come from %v, want A's %v", peer, p.A.Addr)
 	}
+	// The conversation went through R: it forwarded at least the
+	// handshake and both lines, each way.
+	if n := forwarded(t, p.R); n < 6 {
+		t.Errorf("R forwarded %d datagrams, want the connection's", n)
+	}
 }
 
-// TestIsolated checks that nothing in a host leads outside the pair: only
-// loopback and the veth exist, the only route is the link's subnet, and an
-// outside address is unreachable without a packet being sent.
-func TestIsolated(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{})
-	for _, h := range []*lab.Host{p.A, p.B} {
-		links := output(t, h, "ip", "-o", "link", "show")
-		if n := strings.Count(links, "\n"); n != 2 || !strings.Contains(links, " lo:") || !strings.Contains(links, " "+h.Link+"@") {
-			t.Errorf("%s has links:\n%s", h.Name, links)
+// forwarded reads Ip ForwDatagrams, the datagrams h has forwarded, from
+// its /proc/net/snmp.
+func forwarded(t *testing.T, h *lab.Host) int64 {
+	t.Helper()
+	var names []string
+	for line := range strings.Lines(output(t, h, "cat", "/proc/net/snmp")) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Ip:" {
+			continue
 		}
-		routes := strings.TrimSpace(output(t, h, "ip", "-4", "route", "show"))
-		if strings.Count(routes, "\n") != 0 || !strings.HasPrefix(routes, h.Prefix.String()+" dev "+h.Link) {
-			t.Errorf("%s has routes:\n%s", h.Name, routes)
+		if names == nil {
+			names = f
+			continue
+		}
+		if i := slices.Index(names, "ForwDatagrams"); i > 0 && i < len(f) {
+			n, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
 		}
 	}
-	_, err := p.A.Dial(t.Context(), "tcp", "192.0.2.1:9") // TEST-NET-1
-	if !errors.Is(err, unix.ENETUNREACH) {
-		t.Errorf("dialling outside from A: %v, want network unreachable", err)
+	t.Fatalf("no Ip ForwDatagrams in %s's /proc/net/snmp", h.Name)
+	return 0
+}
+
+// TestIsolated checks that nothing in the pair leads outside it: only
+// loopback and the veths exist, the only routes are the two links' subnets,
+// and an outside address is unreachable without a packet being sent.
+func TestIsolated(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{})
+	toA, toB := p.RouterLinks(lab.AtoB) // A→B enters R from A and leaves toward B
+	for _, tc := range []struct {
+		h      *lab.Host
+		links  []string
+		routes []string
+	}{
+		{p.A, []string{p.A.Link}, []string{
+			p.A.Prefix.String() + " dev " + p.A.Link,
+			p.B.Prefix.String() + " via " + p.R.Addr.String() + " dev " + p.A.Link,
+		}},
+		{p.B, []string{p.B.Link}, []string{
+			p.A.Prefix.String() + " via ", // B's gateway is R's address on B's side
+			p.B.Prefix.String() + " dev " + p.B.Link,
+		}},
+		{p.R, []string{toA, toB}, []string{
+			p.A.Prefix.String() + " dev " + toA,
+			p.B.Prefix.String() + " dev " + toB,
+		}},
+	} {
+		links := output(t, tc.h, "ip", "-o", "link", "show")
+		ok := strings.Count(links, "\n") == 1+len(tc.links) && strings.Contains(links, " lo:")
+		for _, l := range tc.links {
+			ok = ok && strings.Contains(links, " "+l+"@")
+		}
+		if !ok {
+			t.Errorf("%s has links:\n%s", tc.h.Name, links)
+		}
+		routes := strings.Split(strings.TrimSpace(output(t, tc.h, "ip", "-4", "route", "show")), "\n")
+		slices.Sort(routes)
+		ok = len(routes) == len(tc.routes)
+		for i := range min(len(routes), len(tc.routes)) {
+			ok = ok && strings.HasPrefix(routes[i], tc.routes[i])
+		}
+		if !ok {
+			t.Errorf("%s has routes:\n%s\nwant lines starting %q", tc.h.Name, strings.Join(routes, "\n"), tc.routes)
+		}
+	}
+	for _, h := range []*lab.Host{p.A, p.R} {
+		_, err := h.Dial(t.Context(), "tcp", "192.0.2.1:9") // TEST-NET-1
+		if !errors.Is(err, unix.ENETUNREACH) {
+			t.Errorf("dialling outside from %s: %v, want network unreachable", h.Name, err)
+		}
 	}
 }
 
@@ -190,15 +260,18 @@ func TestDo(t *testing.T) {
 	home := threadNetns(t)
 	runtime.UnlockOSThread()
 
-	var inA, inB string
+	var inA, inB, inR string
 	if err := p.A.Do(func() error { inA = threadNetns(t); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.B.Do(func() error { inB = threadNetns(t); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if inA == home || inB == home || inA == inB {
-		t.Fatalf("namespaces: home %s, A %s, B %s; want three different", home, inA, inB)
+	if err := p.R.Do(func() error { inR = threadNetns(t); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(map[string]bool{home: true, inA: true, inB: true, inR: true}) != 4 {
+		t.Fatalf("namespaces: home %s, A %s, B %s, R %s; want four different", home, inA, inB, inR)
 	}
 
 	want := errors.New("from fn")
@@ -287,6 +360,18 @@ func TestSysctls(t *testing.T) {
 	if got, _ := p.B.Sysctl("net.ipv4.tcp_sack"); got != "1" {
 		t.Errorf("B tcp_sack = %q, want the kernel default 1 (A's setting leaked?)", got)
 	}
+	if got, _ := p.R.Sysctl("net.ipv4.tcp_sack"); got != "1" {
+		t.Errorf("R tcp_sack = %q, want the kernel default 1: host settings are A's and B's only", got)
+	}
+	for _, h := range []*lab.Host{p.A, p.B, p.R} {
+		want := map[*lab.Host]string{p.R: "1"}[h]
+		if want == "" {
+			want = "0"
+		}
+		if got, err := h.Sysctl("net.ipv4.ip_forward"); err != nil || got != want {
+			t.Errorf("%s ip_forward = %q, %v; want %s", h.Name, got, err, want)
+		}
+	}
 	for _, k := range keys {
 		if got := readHostSysctl(t, k); got != hostBefore[k] {
 			t.Errorf("host %s changed from %q to %q", k, hostBefore[k], got)
@@ -368,12 +453,21 @@ func TestRmemMaxHostWide(t *testing.T) {
 
 func TestRate(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
-	qd := output(t, p.A, "tc", "qdisc", "show", "dev", p.A.Link)
-	if !strings.Contains(qd, "tbf") || !strings.Contains(qd, "rate 100Mbit") {
-		t.Errorf("A's qdisc:\n%s", qd)
+	toA, toB := p.RouterLinks(lab.AtoB) // A→B enters R from A and leaves toward B
+	qdisc := func(h *lab.Host, link string) string {
+		return output(t, h, "tc", "qdisc", "show", "dev", link)
 	}
-	if qd := output(t, p.B, "tc", "qdisc", "show", "dev", p.B.Link); strings.Contains(qd, "tbf") {
-		t.Errorf("B→A is unlimited but B has:\n%s", qd)
+	// A→B is shaped where it leaves R toward B, and nowhere else.
+	if qd := qdisc(p.R, toB); !strings.Contains(qd, "tbf") || !strings.Contains(qd, "rate 100Mbit") {
+		t.Errorf("R's qdisc toward B:\n%s", qd)
+	}
+	for _, c := range []struct {
+		h    *lab.Host
+		link string
+	}{{p.R, toA}, {p.A, p.A.Link}, {p.B, p.B.Link}} {
+		if qd := qdisc(c.h, c.link); strings.Contains(qd, "tbf") {
+			t.Errorf("only A→B is limited, in R toward B, but %s %s has:\n%s", c.h.Name, c.link, qd)
+		}
 	}
 	if got := p.Path(lab.AtoB); got.Burst != 50_000 || got.Queue != lab.DefaultQueue {
 		t.Errorf("Path(AtoB) = %+v, want the resolved defaults", got)
@@ -383,37 +477,105 @@ func TestRate(t *testing.T) {
 	if err := p.SetPath(ctx, lab.AtoB, lab.Path{Rate: 20 * model.MbitPerSecond}); err != nil {
 		t.Fatal(err)
 	}
-	if qd := output(t, p.A, "tc", "qdisc", "show", "dev", p.A.Link); !strings.Contains(qd, "rate 20Mbit") {
+	if qd := qdisc(p.R, toB); !strings.Contains(qd, "rate 20Mbit") {
 		t.Errorf("after SetPath(20 Mbit/s):\n%s", qd)
+	}
+	if err := p.SetPath(ctx, lab.BtoA, lab.Path{Rate: 5 * model.MbitPerSecond}); err != nil {
+		t.Fatal(err)
+	}
+	if qd := qdisc(p.R, toA); !strings.Contains(qd, "rate 5Mbit") {
+		t.Errorf("B→A at 5 Mbit/s, R's qdisc toward A:\n%s", qd)
 	}
 	if err := p.SetPath(ctx, lab.AtoB, lab.Path{}); err != nil {
 		t.Fatal(err)
 	}
-	if qd := output(t, p.A, "tc", "qdisc", "show", "dev", p.A.Link); strings.Contains(qd, "tbf") {
+	if qd := qdisc(p.R, toB); strings.Contains(qd, "tbf") {
 		t.Errorf("after removing the rate:\n%s", qd)
+	}
+	if qd := qdisc(p.R, toA); !strings.Contains(qd, "rate 5Mbit") {
+		t.Errorf("removing A→B's rate touched B→A's:\n%s", qd)
 	}
 }
 
 func TestLossRule(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{BtoA: lab.Path{Loss: 0.05}})
-	// B→A loss drops on arrival in A.
-	rules := output(t, p.A, "nft", "list", "ruleset")
-	for _, want := range []string{`hook ingress device "veth-ab"`, "numgen random mod 1000000000 < 50000000", "drop"} {
+	// B→A loss drops on arrival in R from B.
+	fromB, _ := p.RouterLinks(lab.BtoA)
+	rules := output(t, p.R, "nft", "list", "ruleset")
+	for _, want := range []string{`hook ingress device "` + fromB + `"`, "numgen random mod 1000000000 < 50000000", "drop"} {
 		if !strings.Contains(rules, want) {
-			t.Errorf("A's ruleset lacks %q:\n%s", want, rules)
+			t.Errorf("R's ruleset lacks %q:\n%s", want, rules)
 		}
 	}
-	if rules := output(t, p.B, "nft", "list", "ruleset"); strings.Contains(rules, "numgen") {
-		t.Errorf("A→B is lossless but B has:\n%s", rules)
+	if strings.Count(rules, "numgen") != 1 {
+		t.Errorf("A→B is lossless but R has:\n%s", rules)
+	}
+	for _, h := range []*lab.Host{p.A, p.B} {
+		if rules := output(t, h, "nft", "list", "ruleset"); strings.Contains(rules, "numgen") {
+			t.Errorf("loss belongs in R, but %s has:\n%s", h.Name, rules)
+		}
+	}
+	// Both directions lossy: two rules side by side; removing one keeps
+	// the other.
+	if err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Loss: 0.02}); err != nil {
+		t.Fatal(err)
+	}
+	fromA, _ := p.RouterLinks(lab.AtoB)
+	if rules := output(t, p.R, "nft", "list", "ruleset"); strings.Count(rules, "numgen") != 2 || !strings.Contains(rules, `device "`+fromA+`"`) {
+		t.Errorf("with loss both ways R has:\n%s", rules)
 	}
 	if err := p.SetPath(t.Context(), lab.BtoA, lab.Path{}); err != nil {
 		t.Fatal(err)
 	}
-	if rules := output(t, p.A, "nft", "list", "ruleset"); strings.Contains(rules, "tcpscope") {
-		t.Errorf("after removing the loss:\n%s", rules)
+	if rules := output(t, p.R, "nft", "list", "ruleset"); strings.Contains(rules, fromB) || !strings.Contains(rules, "< 20000000") {
+		t.Errorf("after removing B→A's loss:\n%s", rules)
 	}
 	if n, err := p.Dropped(t.Context(), lab.BtoA); n != 0 || err != nil {
 		t.Errorf("Dropped without a rule = %d, %v", n, err)
+	}
+}
+
+// TestLinks checks that MTU and offload apply to all four veth ends, and
+// that without offload the router receives single frames, so a drop there
+// is one packet.
+func TestLinks(t *testing.T) {
+	labtest.Require(t)
+	for _, offload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("offload=%v", offload), func(t *testing.T) {
+			p := labtest.Pair(t, lab.PairConfig{MTU: 9000, Offload: offload})
+			fromA, fromB := p.RouterLinks(lab.AtoB)
+			ends := []struct {
+				h    *lab.Host
+				link string
+			}{{p.A, p.A.Link}, {p.R, fromA}, {p.R, fromB}, {p.B, p.B.Link}}
+			for _, e := range ends {
+				info := output(t, e.h, "ip", "-d", "link", "show", "dev", e.link)
+				oneSeg := strings.Contains(info, " gso_max_segs 1 ")
+				if !strings.Contains(info, " mtu 9000 ") || oneSeg == offload {
+					t.Errorf("%s %s: want mtu 9000 and gso_max_segs 1 only without offload:\n%s", e.h.Name, e.link, info)
+				}
+			}
+			if offload {
+				return
+			}
+			stat := func(name string) int64 {
+				v := strings.TrimSpace(output(t, p.R, "cat", "/sys/class/net/"+fromA+"/statistics/"+name))
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			bytes0, pkts0 := stat("rx_bytes"), stat("rx_packets")
+			n, _, _ := transfer(t, p.A, p.B, 200*time.Millisecond)
+			bytes, pkts := stat("rx_bytes")-bytes0, stat("rx_packets")-pkts0
+			if pkts == 0 || bytes < n {
+				t.Fatalf("R received %d bytes in %d packets from A for %d bytes of payload", bytes, pkts, n)
+			}
+			if avg := bytes / pkts; avg > 9000+14 {
+				t.Errorf("R received %d-byte skbs from A on average, want single frames of at most 9014", avg)
+			}
+		})
 	}
 }
 
@@ -422,25 +584,26 @@ func TestLossRule(t *testing.T) {
 func TestCommandErrors(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{})
 	// Deleting one veth end deletes both; tc then has no device.
-	output(t, p.A, "ip", "link", "del", p.A.Link)
+	_, toB := p.RouterLinks(lab.AtoB)
+	output(t, p.B, "ip", "link", "del", p.B.Link)
 	err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Rate: model.MbitPerSecond})
 	if err == nil {
 		t.Fatal("SetPath on a deleted link succeeded")
 	}
 	msg := err.Error()
-	for _, want := range []string{"lab: tc -n " + p.A.Name + " qdisc replace dev veth-ab root tbf", "Cannot find device", "exit status"} {
+	for _, want := range []string{"lab: tc -n " + p.R.Name + " qdisc replace dev " + toB + " root tbf", "Cannot find device", "exit status"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
 	}
 }
 
-// transfer sends from A to B until dur has passed and returns what B
-// received and over how long (first byte to end of stream), plus the
-// sender's TCP_INFO at the end.
-func transfer(t *testing.T, p *lab.Pair, dur time.Duration) (n int64, elapsed time.Duration, info *unix.TCPInfo) {
+// transfer sends from one host to the other until dur has passed and
+// returns what the receiver got and over how long (first byte to end of
+// stream), plus the sender's TCP_INFO at the end.
+func transfer(t *testing.T, from, to *lab.Host, dur time.Duration) (n int64, elapsed time.Duration, info *unix.TCPInfo) {
 	t.Helper()
-	ln := listenB(t, p)
+	ln := listen(t, to)
 	type result struct {
 		n       int64
 		elapsed time.Duration
@@ -476,7 +639,7 @@ func transfer(t *testing.T, p *lab.Pair, dur time.Duration) (n int64, elapsed ti
 		done <- r
 	}()
 
-	c, err := p.A.Dial(t.Context(), "tcp", ln.Addr().String())
+	c, err := from.Dial(t.Context(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +667,7 @@ func transfer(t *testing.T, p *lab.Pair, dur time.Duration) (n int64, elapsed ti
 // for scheduling noise, not for a mis-sized bucket or queue.
 func TestThroughput(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
-	n, elapsed, info := transfer(t, p, 3*time.Second)
+	n, elapsed, info := transfer(t, p.A, p.B, 3*time.Second)
 	got := model.RateOf(model.Bytes(n), elapsed.Seconds())
 	t.Logf("%s in %v: %v, %d retransmitted", model.Bytes(n), elapsed.Round(time.Millisecond), got, info.Total_retrans)
 	if got < 85*model.MbitPerSecond || got > 101*model.MbitPerSecond {
@@ -512,26 +675,116 @@ func TestThroughput(t *testing.T) {
 	}
 }
 
+// TestLossCounted checks that the router's random drop is loss to TCP, in
+// both directions: the sender retransmits.
 func TestLossCounted(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Loss: 0.01}})
-	n, elapsed, info := transfer(t, p, 500*time.Millisecond)
-	dropped, err := p.Dropped(t.Context(), lab.AtoB)
-	if err != nil {
+	labtest.Require(t)
+	for _, d := range []lab.Direction{lab.AtoB, lab.BtoA} {
+		t.Run(d.String(), func(t *testing.T) {
+			cfg := lab.PairConfig{AtoB: lab.Path{Loss: 0.01}}
+			if d == lab.BtoA {
+				cfg = lab.PairConfig{BtoA: lab.Path{Loss: 0.01}}
+			}
+			p := labtest.Pair(t, cfg)
+			from, to := p.A, p.B
+			if d == lab.BtoA {
+				from, to = p.B, p.A
+			}
+			n, elapsed, info := transfer(t, from, to, 500*time.Millisecond)
+			dropped, err := p.Dropped(t.Context(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			segs := info.Data_segs_out
+			t.Logf("%s in %v, %d data segments, %d dropped, %d retransmitted",
+				model.Bytes(n), elapsed.Round(time.Millisecond), segs, dropped, info.Total_retrans)
+			if dropped == 0 {
+				t.Errorf("nothing dropped out of %d segments at 1%% loss", segs)
+			}
+			// The drop happens beyond the sender, in R, so TCP must see
+			// it as loss and retransmit; a drop inside the sender would
+			// not. Every drop costs a retransmission; spurious ones (a
+			// retransmission timer firing early) only add to them.
+			if uint64(info.Total_retrans) < dropped {
+				t.Errorf("%d drops but only %d retransmissions", dropped, info.Total_retrans)
+			}
+			if back, err := p.Dropped(t.Context(), 1-d); back != 0 || err != nil {
+				t.Errorf("%s has no loss rule but Dropped = %d, %v", 1-d, back, err)
+			}
+		})
+	}
+}
+
+// TestReceiveWindowLimited is what the router is for. With the bottleneck
+// queue in R rather than in the sending host, TCP Small Queues no longer
+// throttle the sender, the queue builds, and a 64 KiB receive window
+// (window scaling off at B) is what holds a CUBIC sender back: the
+// kernel's own limited-time counters say so.
+func TestReceiveWindowLimited(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{
+		AtoB: lab.Path{Rate: 100 * model.MbitPerSecond},
+		B: lab.HostConfig{
+			WindowScaling: lab.Off,
+			Rmem:          lab.BufferSizes{Min: 4096, Default: 64 * model.KiB, Max: 64 * model.KiB},
+		},
+	})
+	ln := listenB(t, p)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	// The hosts' default congestion control may be BBR, which paces
+	// itself below the window; CUBIC fills whatever the receiver allows.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, "cubic")
+		})
+		return errors.Join(err, serr)
+	}}
+	var c net.Conn
+	if err := p.A.Do(func() (err error) {
+		c, err = d.DialContext(t.Context(), "tcp", ln.Addr().String())
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	segs := info.Data_segs_out
-	t.Logf("%s in %v, %d data segments, %d dropped, %d retransmitted",
-		model.Bytes(n), elapsed.Round(time.Millisecond), segs, dropped, info.Total_retrans)
-	if dropped == 0 {
-		t.Errorf("nothing dropped out of %d segments at 1%% loss", segs)
+	defer c.Close()
+
+	start, t0 := tcpInfo(t, c), time.Now()
+	buf := make([]byte, 128<<10)
+	c.SetWriteDeadline(t0.Add(10 * time.Second))
+	for time.Since(t0) < 3*time.Second {
+		if _, err := c.Write(buf); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// The drop happens on the wire side of the sender, so TCP must see it
-	// as loss and retransmit; a drop inside the sender would not.
-	if info.Total_retrans == 0 {
-		t.Errorf("%d drops but no retransmissions", dropped)
+	end, elapsed := tcpInfo(t, c), time.Since(t0)
+
+	const wscale = 4 // TCPI_OPT_WSCALE
+	if end.Options&wscale != 0 || end.Snd_wnd > 65535 {
+		t.Fatalf("window scaling negotiated (options %#x) or peer window %d > 65535", end.Options, end.Snd_wnd)
 	}
-	if back, err := p.Dropped(t.Context(), lab.BtoA); back != 0 || err != nil {
-		t.Errorf("B→A has no loss rule but Dropped = %d, %v", back, err)
+	busy := end.Busy_time - start.Busy_time
+	rwnd := end.Rwnd_limited - start.Rwnd_limited
+	sndbuf := end.Sndbuf_limited - start.Sndbuf_limited
+	if busy == 0 {
+		t.Fatal("kernel reports no busy time (tcp_info too old for limited-time counters?)")
+	}
+	frac := float64(rwnd) / float64(busy)
+	goodput := model.RateOf(model.Bytes(end.Bytes_acked-start.Bytes_acked), elapsed.Seconds())
+	t.Logf("srtt %v (min %v), peer window %d B, cwnd %d segs; rwnd-limited %.2f, sndbuf-limited %.2f of %v busy; goodput %v",
+		time.Duration(end.Rtt)*time.Microsecond, time.Duration(end.Min_rtt)*time.Microsecond, end.Snd_wnd, end.Snd_cwnd,
+		frac, float64(sndbuf)/float64(busy), (time.Duration(busy) * time.Microsecond).Round(time.Millisecond), goodput)
+	if frac <= 0.5 {
+		t.Errorf("receive-window-limited for %.2f of busy time, want > 0.5", frac)
+	}
+	// The window's worth of data queues in R's tbf: the RTT is the
+	// window's drain time at the bottleneck, not the bare path's.
+	if rtt := time.Duration(end.Rtt) * time.Microsecond; rtt < 2*time.Millisecond {
+		t.Errorf("srtt %v: the bottleneck queue did not build", rtt)
 	}
 }
 
@@ -543,7 +796,7 @@ func TestClean(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	deadName := fmt.Sprintf("%s%d-1-a", lab.NamePrefix, dead.Process.Pid)
+	deadName := fmt.Sprintf("%s%d-1-r", lab.NamePrefix, dead.Process.Pid)
 	liveName := fmt.Sprintf("%s%d-999999-a", lab.NamePrefix, os.Getpid())
 	for _, n := range []string{deadName, liveName} {
 		if out, err := exec.Command("ip", "netns", "add", n).CombinedOutput(); err != nil {
@@ -569,7 +822,7 @@ func TestChildProcess(t *testing.T) {
 		t.Skip("helper of TestTeardown; runs only in its child process")
 	}
 	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 10 * model.MbitPerSecond, Loss: 0.01}})
-	fmt.Printf("PAIR %s %s\n", p.A.Name, p.B.Name)
+	fmt.Printf("PAIR %s %s %s\n", p.A.Name, p.B.Name, p.R.Name)
 	switch mode {
 	case "fatal":
 		t.Fatal("failing on purpose after building a pair")
@@ -612,7 +865,7 @@ func TestTeardown(t *testing.T) {
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
 				transcript.WriteString(sc.Text() + "\n")
-				if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "PAIR" {
+				if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "PAIR" {
 					names = f[1:]
 					break
 				}
@@ -637,8 +890,8 @@ func TestTeardown(t *testing.T) {
 				t.Errorf("child ended with %v, want death by %v", cmd.ProcessState, tc.sig)
 			}
 			if tc.sig == syscall.SIGKILL {
-				if left := netnsListed(t, names...); len(left) != 2 {
-					t.Fatalf("after SIGKILL %v listed, want both %v left behind", left, names)
+				if left := netnsListed(t, names...); len(left) != 3 {
+					t.Fatalf("after SIGKILL %v listed, want all of %v left behind", left, names)
 				}
 				if err := lab.Clean(ctx); err != nil {
 					t.Fatal(err)

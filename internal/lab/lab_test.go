@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -157,17 +158,20 @@ func TestSysctlPath(t *testing.T) {
 }
 
 func TestLossScript(t *testing.T) {
-	s := lossScript("veth-ba", 0.01)
+	s := lossScript(nftTable(BtoA), "veth-rb", 0.01)
 	for _, want := range []string{
-		"table netdev tcpscope {}\ndelete table netdev tcpscope\n",
-		`type filter hook ingress device "veth-ba" priority 0;`,
+		"table netdev tcpscope_btoa {}\ndelete table netdev tcpscope_btoa\n",
+		`type filter hook ingress device "veth-rb" priority 0;`,
 		"meta protocol { ip, ip6 } numgen random mod 1000000000 < 10000000 counter drop",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("loss script lacks %q:\n%s", want, s)
 		}
 	}
-	if s := lossScript("veth-ba", 0); strings.Contains(s, "numgen") || !strings.Contains(s, "delete table") {
+	if nftTable(AtoB) == nftTable(BtoA) {
+		t.Errorf("both directions' loss rules share table %s in the router", nftTable(AtoB))
+	}
+	if s := lossScript(nftTable(AtoB), "veth-ra", 0); strings.Contains(s, "numgen") || !strings.Contains(s, "delete table") {
 		t.Errorf("zero loss should only remove the table:\n%s", s)
 	}
 	if got := lossThreshold(1); got != lossScale {
@@ -191,13 +195,14 @@ func TestNftDropped(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	a, b := nsNames(4242, 7)
-	if a != "tcpscope-4242-7-a" || b != "tcpscope-4242-7-b" {
-		t.Errorf("nsNames = %q, %q", a, b)
+	a, b, r := nsNames(4242, 7)
+	if a != "tcpscope-4242-7-a" || b != "tcpscope-4242-7-b" || r != "tcpscope-4242-7-r" {
+		t.Errorf("nsNames = %q, %q, %q", a, b, r)
 	}
 	for name, want := range map[string]int{
 		"tcpscope-4242-7-a": 4242,
 		"tcpscope-1-1-b":    1,
+		"tcpscope-9-3-r":    9,
 		"tcpscope-x-1-a":    0,
 		"tcpscope-42":       0,
 		"other-4242-7-a":    0,
@@ -215,17 +220,26 @@ func TestNames(t *testing.T) {
 	}
 }
 
-func TestLinkPrefix(t *testing.T) {
+func TestLinkPrefixes(t *testing.T) {
 	seen := map[string]bool{}
 	for seq := uint32(1); seq <= 20; seq++ {
-		p := linkPrefix(1234, seq)
-		if !p.IsValid() || p.Bits() != 24 || !strings.HasPrefix(p.String(), "10.199.") || p.Addr().As4()[2] == 0 {
-			t.Fatalf("linkPrefix(1234, %d) = %v", seq, p)
+		a, b := linkPrefixes(1234, seq)
+		for _, p := range []netip.Prefix{a, b} {
+			if !p.IsValid() || p.Bits() != 24 || p.Addr().As4()[2] == 0 || p.Addr().As4()[3] != 0 {
+				t.Fatalf("linkPrefixes(1234, %d) = %v, %v", seq, a, b)
+			}
 		}
-		seen[p.String()] = true
+		if !strings.HasPrefix(a.String(), "10.199.") || !strings.HasPrefix(b.String(), "10.200.") || a.Overlaps(b) {
+			t.Fatalf("linkPrefixes(1234, %d) = %v, %v: want 10.199.N.0/24 and 10.200.N.0/24", seq, a, b)
+		}
+		seen[a.String()] = true
 	}
 	if len(seen) != 20 {
 		t.Errorf("20 pairs of one process got %d distinct subnets", len(seen))
+	}
+	a, _ := linkPrefixes(1, 1)
+	if h, r := hostAddr(a), routerAddr(a); !a.Contains(h) || !a.Contains(r) || h.As4()[3] != 1 || r.As4()[3] != 254 {
+		t.Errorf("in %v: host %v, router %v; want .1 and .254", a, h, r)
 	}
 }
 
