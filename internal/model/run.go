@@ -140,6 +140,9 @@ type StreamTotal struct {
 	AllBytes     Bytes      `json:"all_bytes"`
 	RetransSegs  uint32     `json:"retrans_segs"`
 	RetransBytes Opt[Bytes] `json:"retrans_bytes,omitzero"`
+	// SentBytes is what a sender's kernel sent in the measured period,
+	// retransmissions included (Δ tcpi_bytes_sent).
+	SentBytes Opt[Bytes] `json:"sent_bytes,omitzero"`
 	// Final is the kernel's state after the last byte.
 	Final Sample `json:"final"`
 	// Peak values seen over the samples.
@@ -188,7 +191,9 @@ type Run struct {
 	Remote   EndReport          `json:"server_end"`
 	Summary  []DirectionSummary `json:"summary"`
 	Warnings []string           `json:"warnings,omitempty"`
-	// Ended says how the test stopped: "complete", "interrupted" or
-	// "server-shutdown".
-	Ended string `json:"ended"`
+	// Ended says how the test stopped: "complete", "interrupted" (the
+	// client was stopped), "server-shutdown", "server-limit" (the server's
+	// --max-duration cut a byte-count test short) or "aborted" (it broke
+	// off; the receiver's report may be missing). Empty until it ends.
+	Ended string `json:"ended,omitempty"`
 }

@@ -52,7 +52,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if network == "" {
 		network = "tcp"
 	}
-	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg, Ended: "complete"}
+	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg}
 
 	// Connection setup is not interrupted by ctx mid-handshake: a cancelled
 	// dial is reported as such below.
@@ -74,6 +74,10 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	m, err := c.expect(ctl, msgWelcome, addr)
 	if err != nil {
 		return nil, err
+	}
+	if m.Welcome.Protocol != ProtocolVersion {
+		return nil, errorf(CodeVersion, "use the same tcpscope release on both ends",
+			"server %s speaks protocol %d, this client %d", m.Welcome.Version, m.Welcome.Protocol, ProtocolVersion)
 	}
 	run.Remote.Version, run.Remote.Kernel = m.Welcome.Version, m.Welcome.Kernel
 	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
@@ -98,13 +102,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		if _, err := tc.Write(dataPreamble(m.Welcome.Cookie, i)); err != nil {
 			return nil, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
 		}
-		setup, err := setupOf(tc)
-		if err != nil {
-			return nil, wrapSocket(err, "read socket options")
-		}
-		run.Streams = append(run.Streams, model.StreamInfo{
-			ID: i, Direction: d, ClientAddr: tc.LocalAddr().String(), Client: setup,
-		})
+		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: tc.LocalAddr().String()})
 	}
 	if err := ctl.send(&message{Type: msgStart}); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send start", Err: err}
@@ -114,6 +112,10 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		return nil, err
 	}
 	for i := range run.Streams {
+		// Read back once the handshakes are long done, as the server does.
+		if run.Streams[i].Client, err = setupOf(streams[i].conn); err != nil {
+			return nil, wrapSocket(err, "read socket options")
+		}
 		if i < len(m.Started.Setups) {
 			run.Streams[i].Server = m.Started.Setups[i]
 		}
@@ -141,7 +143,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	// stop (shutdown) and finally its totals.
 	var remoteMu sync.Mutex
 	var remoteIntervals []model.Interval
-	var ended = "complete"
+	ended := "complete"
 	doneCh := make(chan *model.EndReport, 1)
 	ctlErr := make(chan error, 1)
 	tctx, cancel := context.WithCancel(context.Background())
@@ -210,6 +212,12 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		_ = ctl.send(&message{Type: msgBye})
 	}
 	run.Remote.Side = model.ServerSide
+	if runErr != nil {
+		run.Ended = "aborted"
+	}
+	if done == nil {
+		run.Warnings = append(run.Warnings, "the server's report is missing: its totals are absent and the summary shows the client's view only")
+	}
 	run.Summary = Summarize(run)
 	if runErr != nil {
 		if CodeOf(runErr) == "" {
@@ -248,7 +256,7 @@ func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
 		case errors.As(err, &ne) && ne.Timeout():
 			return nil, errorf(CodeTimeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
 		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? (iperf3 servers need --iperf3)", "%s closed the connection", addr)
+			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? (testing against iperf3 servers is not supported yet)", "%s closed the connection", addr)
 		case errors.Is(err, errProtocol):
 			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it an iperf3 or other server?", Err: err}
 		}

@@ -30,6 +30,7 @@ type stream struct {
 	// Set by the stream's goroutine before done is closed.
 	done     chan struct{}
 	finished time.Duration // stop of writing, or arrival of the last byte
+	first    time.Duration // arrival of the first byte (receivers)
 	final    model.Sample
 	err      error
 }
@@ -173,7 +174,7 @@ func (e *end) send(s *stream) error {
 	}
 	s.finished = e.since()
 	if werr != nil {
-		s.final, _ = tcpinfo.Read(s.conn)
+		e.finalSample(s)
 		return werr
 	}
 	if err := s.conn.CloseWrite(); err != nil {
@@ -189,14 +190,22 @@ func (e *end) send(s *stream) error {
 			break
 		}
 		if err != nil {
-			s.final, _ = tcpinfo.Read(s.conn)
+			e.finalSample(s)
 			return fmt.Errorf("wait for the receiver to finish: %w", err)
 		}
 	}
-	var err error
-	s.final, err = tcpinfo.Read(s.conn)
-	s.final.At = e.since()
-	return err
+	return e.finalSample(s)
+}
+
+// finalSample records the stream's last kernel state, stamped now.
+func (e *end) finalSample(s *stream) error {
+	smp, err := tcpinfo.Read(s.conn)
+	if err != nil {
+		return fmt.Errorf("final sample: %w", err)
+	}
+	smp.At = e.since()
+	s.final = smp
+	return nil
 }
 
 // receive reads to end of file, then half-closes to confirm.
@@ -217,20 +226,21 @@ func (e *end) receive(s *stream) error {
 	}
 	for {
 		n, err := s.conn.Read(buf)
+		if n > 0 && s.first == 0 {
+			s.first = e.since()
+		}
 		s.moved.Add(int64(n))
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			s.finished = e.since()
-			s.final, _ = tcpinfo.Read(s.conn)
+			e.finalSample(s)
 			return fmt.Errorf("read: %w", err)
 		}
 	}
 	s.finished = e.since()
-	var err error
-	s.final, err = tcpinfo.Read(s.conn)
-	s.final.At = s.finished
+	err := e.finalSample(s)
 	if cerr := s.conn.CloseWrite(); cerr != nil && err == nil {
 		err = fmt.Errorf("half-close: %w", cerr)
 	}
@@ -305,7 +315,7 @@ func (e *end) sample() {
 		}
 		iv.End = end
 		// An interval that began before the omit boundary is (at least
-		// partly) slow start: marked, and left out of the totals.
+		// partly) slow start: marked; the totals start at the omit mark itself.
 		iv.Omitted = start < e.cfg.Omit
 		if last && idle(&iv) && end-start < e.cfg.Interval/10 {
 			// The senders stopped on a tick: a sliver of an interval with
@@ -370,10 +380,14 @@ func (e *end) totals() []model.StreamTotal {
 	for i, s := range e.streams {
 		all := s.moved.Load()
 		measured := model.Bytes(all - e.omitBytes[i])
-		dur := s.finished - e.cfg.Omit
-		if dur < 0 {
-			dur = 0
+		// A receiver's time starts with its first byte: its clock started
+		// when the test did, a one-way delay or more before data could
+		// arrive, and counting that wait would bias goodput low on long paths.
+		from := e.cfg.Omit
+		if s.role == model.Receiver {
+			from = max(from, s.first)
 		}
+		dur := max(s.finished-from, 0)
 		o := &e.omitSample[i]
 		t := model.StreamTotal{
 			Stream:      s.id,
@@ -393,6 +407,9 @@ func (e *end) totals() []model.StreamTotal {
 		}
 		if s.role == model.Sender {
 			t.Limited = model.LimitedBetween(o, &s.final)
+			if a, ok := o.BytesSent.Get(); ok && s.final.BytesSent.OK {
+				t.SentBytes = model.Some(s.final.BytesSent.V - a)
+			}
 		}
 		out[i] = t
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -410,4 +411,115 @@ func FuzzDecodeMessage(f *testing.F) {
 			_ = checkLimits(&cfg, DefaultLimits)
 		}
 	})
+}
+
+// A byte-count test has no duration to check on admission; the server's
+// duration limit must end it cleanly, both ends told, bytes still agreeing.
+func TestServerLimitEndsByteCount(t *testing.T) {
+	addr, _ := startServer(t, Limits{MaxDuration: time.Second})
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Bytes: 1 << 50, Bidir: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Ended != "server-limit" {
+		t.Fatalf("ended %q", run.Ended)
+	}
+	checkRun(t, run)
+}
+
+// brokenServer speaks the protocol until the test runs, then vanishes, as a
+// crashed or killed server would.
+func brokenServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		accept := func(magic string, rest int) net.Conn {
+			c, err := ln.Accept()
+			if err != nil {
+				return nil
+			}
+			conns = append(conns, c)
+			b := make([]byte, magicLen+rest)
+			if _, err := io.ReadFull(c, b); err != nil || string(b[:magicLen]) != magic {
+				return nil
+			}
+			return c
+		}
+		ctl := accept(controlMagic, 0)
+		if ctl == nil {
+			return
+		}
+		r := bufio.NewReader(ctl)
+		if m, err := readMessage(r); err != nil || m.Type != msgHello {
+			return
+		}
+		writeMessage(ctl, &message{Type: msgWelcome, Welcome: &welcome{Protocol: ProtocolVersion, Cookie: make([]byte, cookieLen)}})
+		if accept(dataMagic, cookieLen+2) == nil {
+			return
+		}
+		if m, err := readMessage(r); err != nil || m.Type != msgStart {
+			return
+		}
+		writeMessage(ctl, &message{Type: msgStarted, Started: &started{Setups: make([]model.SocketSetup, 1)}})
+		time.Sleep(300 * time.Millisecond)
+	}()
+	return ln.Addr().String()
+}
+
+func TestServerVanishes(t *testing.T) {
+	run, err := (&Client{}).Run(context.Background(), brokenServer(t), quick(model.TestConfig{Duration: 3 * time.Second}))
+	if CodeOf(err) != CodeAborted {
+		t.Fatalf("got %v (code %q), want aborted", err, CodeOf(err))
+	}
+	if run == nil || run.Ended != "aborted" || len(run.Warnings) == 0 {
+		t.Fatalf("partial run must be returned and marked: %+v", run)
+	}
+}
+
+// A data connection arriving after the test has all its streams is closed,
+// not parked.
+func TestLateDataConnectionClosed(t *testing.T) {
+	srv := &Server{}
+	srv.running = map[string]*serverTest{}
+	st := &serverTest{cookie: make([]byte, cookieLen), nconn: 1, data: make(chan dataConn, 1)}
+	srv.running[string(st.cookie)] = st
+	srv.seal(st)
+	a, b := net.Pipe()
+	defer a.Close()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		c, _ := net.Dial("tcp", ln.Addr().String())
+		c.Write(dataPreamble(st.cookie, 0))
+		var one [1]byte
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, err := c.Read(one[:])
+		a.Write([]byte{boolByte(err == io.EOF)})
+		c.Close()
+	}()
+	c, _ := ln.Accept()
+	var magic [magicLen]byte
+	io.ReadFull(c, magic[:])
+	srv.data(c.(*net.TCPConn))
+	var got [1]byte
+	b.Read(got[:])
+	if got[0] != 1 {
+		t.Fatal("late data connection was not closed")
+	}
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }

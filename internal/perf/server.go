@@ -49,6 +49,9 @@ type serverTest struct {
 	cookie []byte
 	nconn  int
 	data   chan dataConn
+	// full is set, under Server.mu, once every stream has arrived; later
+	// connections with the same cookie are closed, not queued.
+	full bool
 }
 
 // Serve accepts connections until ctx ends, then stops the running tests
@@ -134,14 +137,14 @@ func (s *Server) data(c *net.TCPConn) {
 		c.Close()
 		return
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	t := s.running[string(cookie)]
-	s.mu.Unlock()
-	if t == nil || id >= t.nconn {
+	if t == nil || t.full || id >= t.nconn {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	select {
 	case t.data <- dataConn{conn: c, stream: id}:
 	default:
@@ -165,6 +168,27 @@ func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
 	s.mu.Unlock()
+	s.closeLate(t)
+}
+
+// seal stops a test from taking more data connections and closes any
+// that queued up beyond its streams.
+func (s *Server) seal(t *serverTest) {
+	s.mu.Lock()
+	t.full = true
+	s.mu.Unlock()
+	s.closeLate(t)
+}
+
+func (s *Server) closeLate(t *serverTest) {
+	for {
+		select {
+		case d := <-t.data:
+			d.conn.Close()
+		default:
+			return
+		}
+	}
 }
 
 // control runs one test from hello to bye.
@@ -247,6 +271,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 			return rep, "", ctx.Err()
 		}
 	}
+	s.seal(t)
 	m, err := c.recv(handshakeTimeout)
 	if err != nil || m.Type != msgStart {
 		return rep, "", fmt.Errorf("wait for start: %v", err)
@@ -269,19 +294,41 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 
 	tctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Intervals go out through a queue so the sampler never waits on the
+	// network; a client that falls a queue behind is not reading, and the
+	// test is aborted rather than left to pile up.
+	queue := make(chan model.Interval, 64)
 	var sendErr error
-	var sendMu sync.Mutex
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for iv := range queue {
+			if sendErr != nil {
+				continue
+			}
+			if err := c.send(&message{Type: msgInterval, Interval: &iv}); err != nil {
+				sendErr = err
+				cancel()
+			}
+		}
+	}()
 	e := newEnd(model.ServerSide, cfg, streams, func(iv model.Interval) {
-		if err := c.send(&message{Type: msgInterval, Interval: &iv}); err != nil {
-			sendMu.Lock()
-			sendErr = err
-			sendMu.Unlock()
-			cancel() // the client is gone or not reading: abort
+		select {
+		case queue <- iv:
+		default:
+			cancel()
 		}
 	})
 	e.hardStop = s.Limits.MaxDuration
 	ended := "complete"
 	var endedMu sync.Mutex
+	setEnded := func(how string) {
+		endedMu.Lock()
+		if ended == "complete" {
+			ended = how
+		}
+		endedMu.Unlock()
+	}
 
 	// The client may ask to stop, say bye, or vanish.
 	bye := make(chan error, 1)
@@ -295,9 +342,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 			}
 			switch m.Type {
 			case msgStop:
-				endedMu.Lock()
-				ended = "interrupted"
-				endedMu.Unlock()
+				setEnded("interrupted")
 				e.stop()
 			case msgBye:
 				bye <- nil
@@ -305,16 +350,21 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 			}
 		}
 	}()
-	stopOnShutdown := context.AfterFunc(ctx, func() {
-		endedMu.Lock()
-		ended = "server-shutdown"
-		endedMu.Unlock()
-		_ = c.send(&message{Type: msgStop, Stop: &stop{Reason: "server-shutdown"}})
+	stopBy := func(reason string) {
+		setEnded(reason)
+		_ = c.send(&message{Type: msgStop, Stop: &stop{Reason: reason}})
 		e.stop()
-	})
+	}
+	stopOnShutdown := context.AfterFunc(ctx, func() { stopBy("server-shutdown") })
 	defer stopOnShutdown()
+	// A byte-count test has no duration to check on admission; the limit
+	// ends it cleanly, both ends' senders told.
+	limit := time.AfterFunc(s.Limits.MaxDuration, func() { stopBy("server-limit") })
+	defer limit.Stop()
 
 	runErr := e.run(tctx)
+	close(queue)
+	<-sent
 	rep = e.report(s.Version)
 	endedMu.Lock()
 	how := ended

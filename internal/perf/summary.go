@@ -44,7 +44,7 @@ func Summarize(run *model.Run) []model.DirectionSummary {
 			} else {
 				retransKnown = false
 			}
-			if b, ok := t.Final.BytesSent.Get(); ok {
+			if b, ok := t.SentBytes.Get(); ok {
 				sent += b
 			} else {
 				sentKnown = false

@@ -55,7 +55,7 @@ func (t *Text) Begin(run *model.Run) {
 		fmt.Fprintf(t.w, "warning: %s\n", w)
 	}
 	if c.Omit > 0 {
-		fmt.Fprintf(t.w, "intervals marked * fall in the first %v (-O) and are left out of the totals\n", c.Omit)
+		fmt.Fprintf(t.w, "intervals marked * began within the first %v (-O); the totals start at that mark\n", c.Omit)
 	}
 	fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
 		"Interval", "End", "Rate", "Bytes", "Retr", "Cwnd", "sRTT (min)", "Window", "Limited rwnd/sndbuf/cwnd/app")

@@ -7,7 +7,8 @@
 // Decoding is pure and length-aware: a kernel copies only as much of
 // struct tcp_info as it knows, so a field beyond the returned length is
 // absent (model.Opt with OK false), never a misleading zero. The same
-// decoder serves getsockopt here and the netlink INET_DIAG_INFO payload.
+// decoder will serve the netlink INET_DIAG_INFO payload, which carries the
+// same struct, when tcpscope watches sockets it does not own.
 //
 // The socket functions work on Linux; elsewhere they return ErrNotSupported,
 // so the rest of tcpscope still builds for other systems.
