@@ -51,7 +51,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVarP(&f.cfg.Reverse, "reverse", "R", false, "the server sends")
 	fl.BoolVar(&f.cfg.Bidir, "bidir", false, "both ends send at once")
 	fl.VarP(size{&f.cfg.Window}, "window", "w", "SO_SNDBUF and SO_RCVBUF on both ends (disables autotuning)")
-	fl.VarP(size{&f.cfg.Length}, "length", "l", "write size (default 128K)")
+	fl.VarP(size{&f.cfg.Length}, "length", "l", "write size (default 1M)")
 	fl.StringVarP(&f.cfg.Congestion, "congestion", "C", "", "congestion control algorithm (cubic, bbr, reno, ...)")
 	fl.IntVarP(&f.cfg.MSS, "mss", "M", 0, "TCP maximum segment size (TCP_MAXSEG)")
 	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")

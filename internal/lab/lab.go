@@ -373,8 +373,14 @@ func lossScript(table, link string, loss float64) string {
 	fmt.Fprintf(&b, "table netdev %s {\n", table)
 	b.WriteString("\tchain loss {\n")
 	fmt.Fprintf(&b, "\t\ttype filter hook ingress device %q priority 0; policy accept;\n", link)
-	fmt.Fprintf(&b, "\t\tmeta protocol { ip, ip6 } numgen random mod %d < %d counter drop comment %q\n",
-		lossScale, lossThreshold(loss), fmt.Sprintf("tcpscope lab: random loss %g", loss))
+	// numgen's values run 0..lossScale-1, so "< lossScale" cannot be
+	// written; a path that drops everything (a black hole) drops outright.
+	cond := fmt.Sprintf("numgen random mod %d < %d ", lossScale, lossThreshold(loss))
+	if lossThreshold(loss) >= lossScale {
+		cond = ""
+	}
+	fmt.Fprintf(&b, "\t\tmeta protocol { ip, ip6 } %scounter drop comment %q\n",
+		cond, fmt.Sprintf("tcpscope lab: random loss %g", loss))
 	b.WriteString("\t}\n}\n")
 	return b.String()
 }

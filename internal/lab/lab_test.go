@@ -177,6 +177,10 @@ func TestLossScript(t *testing.T) {
 	if got := lossThreshold(1); got != lossScale {
 		t.Errorf("lossThreshold(1) = %d, want %d (drop everything)", got, lossScale)
 	}
+	// numgen cannot express "< 10^9": a black hole drops without it.
+	if s := lossScript(nftTable(AtoB), "veth-ra", 1); strings.Contains(s, "numgen") || !strings.Contains(s, "counter drop") {
+		t.Errorf("loss 1 must drop everything:\n%s", s)
+	}
 }
 
 func TestNftDropped(t *testing.T) {

@@ -42,6 +42,8 @@ type end struct {
 	streams []*stream
 	// budget is the bytes left to send per direction in a byte-count test.
 	budget atomic.Int64
+	// payload is what senders write, cfg.Length bytes.
+	payload []byte
 	// emit receives each interval as it completes, on the sampler goroutine.
 	emit func(model.Interval)
 	// hardStop bounds a test whatever its config (the server's limit).
@@ -65,6 +67,17 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(
 	// Each end sends one direction at most, so one budget per end serves
 	// a byte count "per direction".
 	e.budget.Store(int64(cfg.Bytes))
+	for _, s := range streams {
+		if s.role == model.Sender {
+			// One buffer serves every sending stream: they only read it.
+			// A pattern, not zeros, so nothing on the path can compress it.
+			e.payload = make([]byte, cfg.Length)
+			for i := range e.payload {
+				e.payload[i] = byte(i*7 + i>>8)
+			}
+			break
+		}
+	}
 	n := len(streams)
 	e.omitBytes = make([]int64, n)
 	e.omitSample = make([]model.Sample, n)
@@ -140,11 +153,7 @@ func (e *end) since() time.Duration { return time.Since(e.t0) }
 // send writes until the duration ends, the byte budget is spent or stop is
 // called, then half-closes and waits for the receiver to confirm.
 func (e *end) send(s *stream) error {
-	buf := make([]byte, e.cfg.Length)
-	for i := range buf {
-		// A pattern, not zeros, so nothing on the path can compress it.
-		buf[i] = byte(i*7 + i>>8)
-	}
+	buf := e.payload
 	if d := span(&e.cfg); d > 0 {
 		_ = s.conn.SetWriteDeadline(e.t0.Add(d))
 	} else if e.hardStop > 0 {
@@ -210,13 +219,9 @@ func (e *end) finalSample(s *stream) error {
 
 // receive reads to end of file, then half-closes to confirm.
 func (e *end) receive(s *stream) error {
-	size := e.cfg.Length
-	if size < 256*model.KiB {
-		// Reading more per call than the sender writes costs nothing and
-		// saves system calls when data has piled up.
-		size = 256 * model.KiB
-	}
-	buf := make([]byte, size)
+	// Reading at least 256 KiB per call saves system calls when data has
+	// piled up; at most 1 MiB bounds a server's memory with many streams.
+	buf := make([]byte, min(max(e.cfg.Length, 256*model.KiB), model.MiB))
 	limit := span(&e.cfg)
 	if limit == 0 {
 		limit = e.hardStop

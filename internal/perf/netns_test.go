@@ -91,3 +91,17 @@ func TestNetnsReceiveWindowLimited(t *testing.T) {
 		}
 	}
 }
+
+// A path that drops everything: the client's connection attempt times out
+// and says so (exit code 5 on the command line), rather than hanging.
+func TestNetnsConnectTimeout(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Loss: 1}})
+	addr := serveIn(t, p)
+	err := p.A.Do(func() error {
+		_, err := (&perf.Client{ConnectTimeout: time.Second}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second})
+		return err
+	})
+	if perf.CodeOf(err) != perf.CodeTimeout || perf.HintOf(err) == "" {
+		t.Fatalf("got %v (code %q), want a timeout with a hint", err, perf.CodeOf(err))
+	}
+}

@@ -79,6 +79,21 @@ func checkRun(t *testing.T, run *model.Run) {
 			}
 		}
 	}
+	// Samples move forward: time, and the kernel's cumulative counters.
+	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+		for id := range nstreams {
+			var prev *model.Sample
+			for i := range e.Intervals {
+				cur := &e.Intervals[i].Streams[id].TCP
+				if prev != nil && (cur.At < prev.At || cur.TotalRetrans < prev.TotalRetrans ||
+					cur.BytesAcked.V < prev.BytesAcked.V || cur.BytesReceived.V < prev.BytesReceived.V ||
+					cur.SegsOut.V < prev.SegsOut.V) {
+					t.Fatalf("%s stream %d interval %d: sample went backwards: %+v after %+v", e.Side, id, i, cur, prev)
+				}
+				prev = cur
+			}
+		}
+	}
 	// Bytes agree between ends: the sender's half-close and the receiver's
 	// read to end of file leave nothing uncounted.
 	for _, s := range run.Streams {
@@ -522,4 +537,64 @@ func boolByte(b bool) byte {
 		return 1
 	}
 	return 0
+}
+
+func TestSocketOptions(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	c := &Client{Network: "tcp4", LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}
+	run, err := c.Run(context.Background(), addr, quick(model.TestConfig{MSS: 1000, Congestion: "reno", NoDelay: true, Bidir: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, run)
+	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+		for _, tot := range e.Totals {
+			// The client's clamp shapes its SYN, so both directions obey it
+			// (the kernel subtracts the timestamp option from the MSS).
+			if tot.Final.SndMSS > 1000 || tot.Final.SndMSS < 900 || tot.Final.Congestion != "reno" {
+				t.Fatalf("%s stream %d: mss %v cc %q, want ≤ 1000 B and reno", e.Side, tot.Stream, tot.Final.SndMSS, tot.Final.Congestion)
+			}
+		}
+	}
+	if host, _, _ := net.SplitHostPort(run.Streams[0].ClientAddr); host != "127.0.0.1" {
+		t.Fatalf("bound to %s", run.Streams[0].ClientAddr)
+	}
+}
+
+// Pacing is a rate the kernel enforces: on loopback, where nothing else
+// limits, a 200 Mbit/s pace must measure as about 200 Mbit/s.
+func TestPacingRate(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{
+		FQRate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Omit: 500 * time.Millisecond, Reverse: true,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run.Summary[0].Goodput
+	if got < 170*model.MbitPerSecond || got > 205*model.MbitPerSecond {
+		t.Fatalf("goodput %v with a 200 Mbit/s pacing cap", got)
+	}
+	if r, ok := run.Remote.Totals[0].Final.MaxPacingRate.Get(); !ok || r != 200*model.MbitPerSecond {
+		t.Fatalf("max pacing rate %v, want 200 Mbit/s", r)
+	}
+}
+
+func TestIPv6(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&Server{}).Serve(ctx, ln); close(done) }()
+	defer func() { cancel(); <-done }()
+	run, err := (&Client{Network: "tcp6"}).Run(context.Background(), ln.Addr().String(), quick(model.TestConfig{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRun(t, run)
+	if !strings.HasPrefix(run.Streams[0].ClientAddr, "[::1]") {
+		t.Fatalf("client address %s", run.Streams[0].ClientAddr)
+	}
 }
