@@ -13,6 +13,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C ends a test cleanly; restoring the default then
+	// lets a second one kill a process that is slow to finish.
+	go func() { <-ctx.Done(); stop() }()
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -42,13 +42,14 @@ their clients still get results.`,
 	fl.IntVar(&f.limits.MaxTests, "max-tests", f.limits.MaxTests, "concurrent tests")
 	fl.Var(seconds{&f.limits.MaxDuration}, "max-duration", "longest test, omitted start included")
 	fl.IntVar(&f.limits.MaxStreams, "max-streams", f.limits.MaxStreams, "streams per test, both directions counted")
+	fl.IntVar(&f.limits.MaxTotalStreams, "max-total-streams", f.limits.MaxTotalStreams, "streams of all running tests together (bounds buffer memory)")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
 	return cmd
 }
 
 func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
-	if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxDuration < time.Second {
+	if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxTotalStreams < 1 || f.limits.MaxDuration < time.Second {
 		return usagef("limits must be positive, --max-duration at least 1s", "bad server limits")
 	}
 	level := slog.LevelInfo

@@ -120,6 +120,10 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	}
 	ctx := cmd.Context()
 	run, runErr := client.Run(ctx, addr, f.cfg)
+	if run == nil && ctx.Err() != nil {
+		fmt.Fprintln(stderr, "tcpscope: interrupted before the test started")
+		return &exitError{code: ExitInterrupted}
+	}
 	if run == nil {
 		if stream != nil {
 			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))

@@ -63,7 +63,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	conn := cc.(*net.TCPConn)
 	defer conn.Close()
-	ctl := newCtrl(conn)
+	ctl := newCtrl(conn, maxMessage)
 	hello := &message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: cfg}}
 	if _, err := conn.Write([]byte(controlMagic)); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send hello", Err: err}

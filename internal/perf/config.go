@@ -17,7 +17,7 @@ const (
 	DefaultLength = 1 * model.MiB
 	MinInterval   = 10 * time.Millisecond
 	MaxParallel   = 128
-	maxLength     = 16 * model.MiB
+	maxLength     = 4 * model.MiB
 	maxWindow     = 1 * model.GiB
 )
 
@@ -26,10 +26,14 @@ type Limits struct {
 	MaxTests    int           // concurrent tests
 	MaxDuration time.Duration // per test, including the omitted start
 	MaxStreams  int           // per test, counting both directions
+	// MaxTotalStreams bounds the streams of all running tests together,
+	// and with it the server's buffer memory (about 1.3 MiB per stream at
+	// most, whatever clients ask for).
+	MaxTotalStreams int
 }
 
 // DefaultLimits are a server's limits unless configured.
-var DefaultLimits = Limits{MaxTests: 32, MaxDuration: 5 * time.Minute, MaxStreams: MaxParallel}
+var DefaultLimits = Limits{MaxTests: 32, MaxDuration: 5 * time.Minute, MaxStreams: MaxParallel, MaxTotalStreams: 512}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxTests <= 0 {
@@ -40,6 +44,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxStreams <= 0 {
 		l.MaxStreams = DefaultLimits.MaxStreams
+	}
+	if l.MaxTotalStreams <= 0 {
+		l.MaxTotalStreams = DefaultLimits.MaxTotalStreams
 	}
 	return l
 }
@@ -73,7 +80,7 @@ func Normalize(c *model.TestConfig) error {
 	case c.Duration > 0 && c.Bytes > 0:
 		return errorf(CodeBadConfig, "use either -t or -n", "both a duration and a byte count given")
 	case c.Length < 1 || c.Length > maxLength:
-		return errorf(CodeBadConfig, "use -l between 1 B and 16 MiB", "write length %d B out of range", c.Length)
+		return errorf(CodeBadConfig, "use -l between 1 B and 4 MiB", "write length %d B out of range", c.Length)
 	case c.Window < 0 || c.Window > maxWindow:
 		return errorf(CodeBadConfig, "use -w up to 1 GiB", "window %d B out of range", c.Window)
 	case c.Interval < MinInterval:

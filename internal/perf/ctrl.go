@@ -16,24 +16,40 @@ import (
 const (
 	handshakeTimeout = 10 * time.Second
 	writeTimeout     = 10 * time.Second
+	// batchEvery is the most often a server sends interval messages.
+	batchEvery = 100 * time.Millisecond
 )
 
 // ctrl is a control connection shared by several goroutines: writes are
 // serialised and bounded in time, so a peer that stops reading cannot
 // wedge the sender of intervals.
 type ctrl struct {
-	conn net.Conn
-	r    *bufio.Reader
-	mu   sync.Mutex
+	conn  net.Conn
+	r     *bufio.Reader
+	limit uint32 // largest message accepted from the peer
+	mu    sync.Mutex
 }
 
-func newCtrl(c net.Conn) *ctrl { return &ctrl{conn: c, r: bufio.NewReader(c)} }
+func newCtrl(c net.Conn, limit uint32) *ctrl {
+	return &ctrl{conn: c, r: bufio.NewReader(c), limit: limit}
+}
 
-func (c *ctrl) send(m *message) error {
+// send writes messages with one system call.
+func (c *ctrl) send(ms ...*message) error {
+	var buf []byte
+	for _, m := range ms {
+		var err error
+		if buf, err = appendMessage(buf, m); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return writeMessage(c.conn, m)
+	if _, err := c.conn.Write(buf); err != nil {
+		return fmt.Errorf("send %s message: %w", ms[0].Type, err)
+	}
+	return nil
 }
 
 // recv reads one message, waiting at most d (0: no limit).
@@ -43,7 +59,7 @@ func (c *ctrl) recv(d time.Duration) (*message, error) {
 	} else {
 		_ = c.conn.SetReadDeadline(time.Time{})
 	}
-	return readMessage(c.r)
+	return readMessage(c.r, c.limit)
 }
 
 func (c *ctrl) sendError(code Code, msg, hint string) {

@@ -304,7 +304,7 @@ func rawHello(t *testing.T, addr string, h hello) *message {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	m, err := readMessage(bufio.NewReader(c))
+	m, err := readMessage(bufio.NewReader(c), maxMessage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +416,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		var buf bytes.Buffer
 		binary.Write(&buf, binary.BigEndian, uint32(len(b)))
 		buf.Write(b)
-		_, ferr := readMessage(bufio.NewReader(&buf))
+		_, ferr := readMessage(bufio.NewReader(&buf), maxMessage)
 		if (ferr == nil) != (err == nil) && len(b) > 0 {
 			t.Fatalf("framed decode disagrees: %v vs %v", ferr, err)
 		}
@@ -474,14 +474,14 @@ func brokenServer(t *testing.T) string {
 			return
 		}
 		r := bufio.NewReader(ctl)
-		if m, err := readMessage(r); err != nil || m.Type != msgHello {
+		if m, err := readMessage(r, maxClientMessage); err != nil || m.Type != msgHello {
 			return
 		}
 		writeMessage(ctl, &message{Type: msgWelcome, Welcome: &welcome{Protocol: ProtocolVersion, Cookie: make([]byte, cookieLen)}})
 		if accept(dataMagic, cookieLen+2) == nil {
 			return
 		}
-		if m, err := readMessage(r); err != nil || m.Type != msgStart {
+		if m, err := readMessage(r, maxClientMessage); err != nil || m.Type != msgStart {
 			return
 		}
 		writeMessage(ctl, &message{Type: msgStarted, Started: &started{Setups: make([]model.SocketSetup, 1)}})
@@ -596,5 +596,26 @@ func TestIPv6(t *testing.T) {
 	checkRun(t, run)
 	if !strings.HasPrefix(run.Streams[0].ClientAddr, "[::1]") {
 		t.Fatalf("client address %s", run.Streams[0].ClientAddr)
+	}
+}
+
+func TestTotalStreamsLimit(t *testing.T) {
+	addr, _ := startServer(t, Limits{MaxTotalStreams: 3})
+	first := make(chan error, 1)
+	go func() {
+		_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 2, Duration: 1500 * time.Millisecond}))
+		first <- err
+	}()
+	time.Sleep(400 * time.Millisecond)
+	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 2}))
+	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "2 streams running, limit 3") {
+		t.Fatalf("second client: %v", err)
+	}
+	// One more stream still fits.
+	if _, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{})); err != nil {
+		t.Fatalf("third client: %v", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first client: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -27,8 +28,11 @@ const (
 	dataPreambleLen = magicLen + cookieLen + 2
 	// maxMessage bounds one control message so a hostile peer cannot make
 	// us allocate without limit. The biggest honest message, an interval of
-	// 128 streams, is under 256 KiB.
+	// 256 streams, is under 1 MiB.
 	maxMessage = 4 << 20
+	// maxClientMessage bounds what a server accepts: a client only sends
+	// hello, start, stop and bye, all small.
+	maxClientMessage = 64 << 10
 )
 
 // Message types on the control connection.
@@ -88,41 +92,50 @@ type wireError struct {
 
 // writeMessage frames m as a 4-byte big-endian length and JSON.
 func writeMessage(w io.Writer, m *message) error {
-	body, err := json.Marshal(m)
+	buf, err := appendMessage(nil, m)
 	if err != nil {
-		return fmt.Errorf("encode %s message: %w", m.Type, err)
+		return err
 	}
-	if len(body) > maxMessage {
-		return fmt.Errorf("encode %s message: %d bytes over the %d limit", m.Type, len(body), maxMessage)
-	}
-	buf := make([]byte, 4+len(body))
-	binary.BigEndian.PutUint32(buf, uint32(len(body)))
-	copy(buf[4:], body)
 	if _, err := w.Write(buf); err != nil {
 		return fmt.Errorf("send %s message: %w", m.Type, err)
 	}
 	return nil
 }
 
+// appendMessage appends m's frame to buf.
+func appendMessage(buf []byte, m *message) ([]byte, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return buf, fmt.Errorf("encode %s message: %w", m.Type, err)
+	}
+	if len(body) > maxMessage {
+		return buf, fmt.Errorf("encode %s message: %d bytes over the %d limit", m.Type, len(body), maxMessage)
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(body)))
+	return append(buf, body...), nil
+}
+
 // errProtocol marks bytes that are not a valid message.
 var errProtocol = errors.New("protocol error")
 
-// readMessage reads one framed message. It never allocates more than
-// maxMessage bytes and rejects unknown types and missing bodies.
-func readMessage(r *bufio.Reader) (*message, error) {
+// readMessage reads one framed message of at most limit bytes and rejects
+// unknown types and missing bodies. Memory grows with the bytes that
+// actually arrive, not with the length a peer announces, so a peer that
+// announces a large message and sends it slowly costs only what it sent.
+func readMessage(r *bufio.Reader, limit uint32) (*message, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n == 0 || n > maxMessage {
-		return nil, fmt.Errorf("%w: message length %d outside 1..%d", errProtocol, n, maxMessage)
+	if n == 0 || n > limit {
+		return nil, fmt.Errorf("%w: message length %d outside 1..%d", errProtocol, n, limit)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
+	var body bytes.Buffer
+	if _, err := io.CopyN(&body, r, int64(n)); err != nil {
 		return nil, fmt.Errorf("%w: truncated message: %v", errProtocol, err)
 	}
-	return decodeMessage(body)
+	return decodeMessage(body.Bytes())
 }
 
 // decodeMessage parses and checks one message body.
