@@ -64,7 +64,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.StringVarP(&f.bind, "bind", "B", "", "local address to send from")
 	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
-	fl.BoolVarP(&f.verbose, "verbose", "V", false, "show every kernel variable per interval (text output)")
+	fl.BoolVarP(&f.verbose, "verbose", "V", false, "show more kernel variables per interval (text output; JSON has them all)")
 	fl.StringVarP(&f.format, "format", "f", "a", "rate units: a k m g t (bit/s) or A K M G T (byte/s), SI prefixes")
 	return cmd
 }
@@ -121,6 +121,9 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	ctx := cmd.Context()
 	run, runErr := client.Run(ctx, addr, f.cfg)
 	if run == nil && ctx.Err() != nil {
+		if stream != nil {
+			_ = stream.Fail("interrupted", "interrupted before the test started", "")
+		}
 		fmt.Fprintln(stderr, "tcpscope: interrupted before the test started")
 		return &exitError{code: ExitInterrupted}
 	}

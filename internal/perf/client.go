@@ -144,6 +144,14 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	var remoteMu sync.Mutex
 	var remoteIntervals []model.Interval
 	ended := "complete"
+	// The first reason to stop is the one recorded, as on the server.
+	setEnded := func(how string) {
+		remoteMu.Lock()
+		if ended == "complete" {
+			ended = how
+		}
+		remoteMu.Unlock()
+	}
 	doneCh := make(chan *model.EndReport, 1)
 	ctlErr := make(chan error, 1)
 	tctx, cancel := context.WithCancel(context.Background())
@@ -163,9 +171,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 				remoteMu.Unlock()
 				observe(func(o Observer) { o.Interval(model.ServerSide, m.Interval) })
 			case msgStop:
-				remoteMu.Lock()
-				ended = m.Stop.Reason
-				remoteMu.Unlock()
+				setEnded(m.Stop.Reason)
 				e.stop()
 			case msgError:
 				ctlErr <- &Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
@@ -178,9 +184,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		}
 	}()
 	interrupt := context.AfterFunc(ctx, func() {
-		remoteMu.Lock()
-		ended = "interrupted"
-		remoteMu.Unlock()
+		setEnded("interrupted")
 		_ = ctl.send(&message{Type: msgStop, Stop: &stop{Reason: "interrupted"}})
 		e.stop()
 	})

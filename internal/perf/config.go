@@ -27,8 +27,9 @@ type Limits struct {
 	MaxDuration time.Duration // per test, including the omitted start
 	MaxStreams  int           // per test, counting both directions
 	// MaxTotalStreams bounds the streams of all running tests together,
-	// and with it the server's buffer memory (about 1.3 MiB per stream at
-	// most, whatever clients ask for).
+	// and with it the server's buffer memory: at most 1 MiB of receive
+	// buffer per stream, plus one write buffer of -l bytes (4 MiB at most)
+	// per sending test, whatever clients ask for.
 	MaxTotalStreams int
 }
 

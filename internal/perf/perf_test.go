@@ -619,3 +619,16 @@ func TestTotalStreamsLimit(t *testing.T) {
 		t.Fatalf("first client: %v", err)
 	}
 }
+
+// A timed test that asks for exactly the server's limit is complete, not
+// cut short by it.
+func TestDurationAtLimit(t *testing.T) {
+	addr, _ := startServer(t, Limits{MaxDuration: time.Second})
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Ended != "complete" {
+		t.Fatalf("ended %q", run.Ended)
+	}
+}

@@ -238,7 +238,7 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 	if rec.Err != nil {
 		log.Warn("test failed", "err", rec.Err)
 	} else {
-		log.Info("test done", summaryAttrs(rec.Report)...)
+		log.Info("test done", append([]any{"ended", rec.Ended}, summaryAttrs(rec.Report)...)...)
 	}
 	if s.OnTest != nil {
 		s.OnTest(rec)
@@ -391,9 +391,12 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	stopOnShutdown := context.AfterFunc(ctx, func() { stopBy("server-shutdown") })
 	defer stopOnShutdown()
 	// A byte-count test has no duration to check on admission; the limit
-	// ends it cleanly, both ends' senders told.
-	limit := time.AfterFunc(s.Limits.MaxDuration, func() { stopBy("server-limit") })
-	defer limit.Stop()
+	// ends it cleanly, both ends' senders told. (A timed test was checked
+	// on admission and ends by itself.)
+	if span(&cfg) == 0 {
+		limit := time.AfterFunc(s.Limits.MaxDuration, func() { stopBy("server-limit") })
+		defer limit.Stop()
+	}
 
 	runErr := e.run(tctx)
 	close(queue)
@@ -436,7 +439,7 @@ func summaryAttrs(r model.EndReport) []any {
 		}
 		dur = max(dur, t.Duration)
 	}
-	return []any{"streams", len(r.Totals), "sent", sent.Binary(), "received", recv.Binary(),
+	return []any{"streams", len(r.Totals), "sent", sent.Decimal(), "received", recv.Decimal(),
 		"seconds", fmt.Sprintf("%.2f", dur.Seconds()),
 		"received_rate", model.RateOf(recv, dur.Seconds()).String()}
 }
