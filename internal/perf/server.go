@@ -430,16 +430,22 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 
 func summaryAttrs(r model.EndReport) []any {
 	var sent, recv model.Bytes
-	var dur time.Duration
+	var sendDur, recvDur time.Duration
 	for _, t := range r.Totals {
 		if t.Role == model.Sender {
 			sent += t.Bytes
+			sendDur = max(sendDur, t.Duration)
 		} else {
 			recv += t.Bytes
+			recvDur = max(recvDur, t.Duration)
 		}
-		dur = max(dur, t.Duration)
 	}
-	return []any{"streams", len(r.Totals), "sent", sent.Decimal(), "received", recv.Decimal(),
-		"seconds", fmt.Sprintf("%.2f", dur.Seconds()),
-		"received_rate", model.RateOf(recv, dur.Seconds()).String()}
+	attrs := []any{"streams", len(r.Totals)}
+	if sent > 0 {
+		attrs = append(attrs, "sent", sent.Decimal(), "sent_rate", model.RateOf(sent, sendDur.Seconds()).String())
+	}
+	if recv > 0 {
+		attrs = append(attrs, "received", recv.Decimal(), "goodput", model.RateOf(recv, recvDur.Seconds()).String())
+	}
+	return append(attrs, "seconds", fmt.Sprintf("%.2f", max(sendDur, recvDur).Seconds()))
 }

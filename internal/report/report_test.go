@@ -177,3 +177,14 @@ func TestStreamEvents(t *testing.T) {
 		t.Fatalf("events %v", kinds)
 	}
 }
+
+func TestTextShowsRequestedWindow(t *testing.T) {
+	run := load(t, "bidir.json")
+	run.Config.Window = 256 * model.KiB
+	var out bytes.Buffer
+	txt := NewText(&out, model.RateAuto, false)
+	txt.Begin(run)
+	if !strings.Contains(out.String(), "requested with -w: 256 KiB each") || !strings.Contains(out.String(), "512 KiB expected") {
+		t.Fatalf("header lacks the request:\n%s", out.String())
+	}
+}

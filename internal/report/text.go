@@ -45,6 +45,10 @@ func (t *Text) Begin(run *model.Run) {
 	}
 	fmt.Fprintf(t.w, "tcpscope %s → %s (server %s, kernel %s), %s, %s, write size %s\n",
 		run.Client.Version, run.Server, run.Remote.Version, run.Remote.Kernel, fmtStreams(len(run.Streams)), what, c.Length.Binary())
+	if c.Window > 0 {
+		fmt.Fprintf(t.w, "buffers requested with -w: %s each (Linux doubles a request, so %s expected where not clamped)\n",
+			c.Window.Binary(), (2 * c.Window).Binary())
+	}
 	for _, s := range run.Streams {
 		fmt.Fprintf(t.w, "[%3d] %s %s ⇄ %s  buffers client snd %s rcv %s, server snd %s rcv %s  cc %s/%s\n",
 			s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr,
