@@ -41,6 +41,8 @@ vet:
 
 test: setup vet
 	$(GO) test -count=1 -timeout 15m ./...
+	@# The engine again under the race detector (it needs cgo).
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m ./internal/perf ./internal/cli ./internal/report
 
 # Short fuzzing of the decoders (the CI test run replays their seed corpora).
 fuzz:
