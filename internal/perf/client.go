@@ -48,66 +48,29 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if now == nil {
 		now = time.Now
 	}
-	network := c.Network
-	if network == "" {
-		network = "tcp"
-	}
 	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg}
+	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
 
-	// Connection setup is not interrupted by ctx mid-handshake: a cancelled
-	// dial is reported as such below.
-	dialer := c.dialer(nil)
-	cc, err := dialer.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, classifyDial(err, addr)
-	}
-	conn := cc.(*net.TCPConn)
-	defer conn.Close()
-	ctl := newCtrl(conn, maxMessage)
-	hello := &message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: cfg}}
-	if _, err := conn.Write([]byte(controlMagic)); err != nil {
-		return nil, &Error{Code: CodeAborted, Msg: "send hello", Err: err}
-	}
-	if err := ctl.send(hello); err != nil {
-		return nil, &Error{Code: CodeAborted, Msg: "send hello", Err: err}
-	}
-	m, err := c.expect(ctl, msgWelcome, addr)
+	conn, ctl, w, err := c.handshake(ctx, addr, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	if m.Welcome.Protocol != ProtocolVersion {
-		return nil, errorf(CodeVersion, "use the same tcpscope release on both ends",
-			"server %s speaks protocol %d, this client %d", m.Welcome.Version, m.Welcome.Protocol, ProtocolVersion)
-	}
-	run.Remote.Version, run.Remote.Kernel = m.Welcome.Version, m.Welcome.Kernel
-	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
-	run.Client.Version, run.Client.Kernel = c.Version, tcpinfo.KernelRelease()
+	defer conn.Close()
+	run.Remote.Version, run.Remote.Kernel = w.Version, w.Kernel
 
-	dirs := cfg.Directions()
-	streams := make([]*stream, 0, len(dirs))
+	streams, err := c.openStreams(ctx, addr, &cfg, w.Cookie, run)
 	defer func() {
 		for _, s := range streams {
 			s.conn.Close()
 		}
 	}()
-	for i, d := range dirs {
-		role := model.RoleOf(model.ClientSide, d)
-		dc, err := c.dialer(&cfg, role).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, classifyDial(err, addr)
-		}
-		tc := dc.(*net.TCPConn)
-		streams = append(streams, &stream{id: i, role: role, conn: tc})
-		_ = tc.SetNoDelay(cfg.NoDelay)
-		if _, err := tc.Write(dataPreamble(m.Welcome.Cookie, i)); err != nil {
-			return nil, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
-		}
-		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: tc.LocalAddr().String()})
+	if err != nil {
+		return nil, err
 	}
 	if err := ctl.send(&message{Type: msgStart}); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send start", Err: err}
 	}
-	m, err = c.expect(ctl, msgStarted, addr)
+	m, err := c.expect(ctl, msgStarted, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +87,65 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		}
 	}
 	run.Warnings = bufferWarnings(&cfg, run.Streams)
+	return c.measure(ctx, ctl, cfg, streams, run)
+}
 
+// handshake opens the control connection and is admitted to a test.
+func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConfig) (*net.TCPConn, *ctrl, *welcome, error) {
+	cc, err := c.dialer(nil, "").DialContext(ctx, c.network(), addr)
+	if err != nil {
+		return nil, nil, nil, classifyDial(err, addr)
+	}
+	conn := cc.(*net.TCPConn)
+	ctl := newCtrl(conn, maxMessage)
+	fail := func(err error) (*net.TCPConn, *ctrl, *welcome, error) {
+		conn.Close()
+		return nil, nil, nil, err
+	}
+	if _, err := conn.Write([]byte(controlMagic)); err != nil {
+		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+	}
+	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg}}); err != nil {
+		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+	}
+	m, err := c.expect(ctl, msgWelcome, addr)
+	if err != nil {
+		return fail(err)
+	}
+	if m.Welcome.Protocol != ProtocolVersion {
+		return fail(errorf(CodeVersion, "use the same tcpscope release on both ends",
+			"server %s speaks protocol %d, this client %d", m.Welcome.Version, m.Welcome.Protocol, ProtocolVersion))
+	}
+	return conn, ctl, m.Welcome, nil
+}
+
+// openStreams dials the data connections, one per stream, and records
+// them in run. The streams opened so far are returned even on error, for
+// the caller to close.
+func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, cookie []byte, run *model.Run) ([]*stream, error) {
+	dirs := cfg.Directions()
+	streams := make([]*stream, 0, len(dirs))
+	for i, d := range dirs {
+		role := model.RoleOf(model.ClientSide, d)
+		dc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
+		if err != nil {
+			return streams, classifyDial(err, addr)
+		}
+		tc := dc.(*net.TCPConn)
+		streams = append(streams, &stream{id: i, role: role, conn: tc})
+		_ = tc.SetNoDelay(cfg.NoDelay)
+		if _, err := tc.Write(dataPreamble(cookie, i)); err != nil {
+			return streams, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
+		}
+		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: tc.LocalAddr().String()})
+	}
+	return streams, nil
+}
+
+// measure runs the client's end while the control connection brings the
+// server's intervals, a request to stop (shutdown, limit) and finally the
+// server's totals; then it completes run.
+func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, streams []*stream, run *model.Run) (*model.Run, error) {
 	var obsMu sync.Mutex
 	observe := func(f func(Observer)) {
 		if c.Observer != nil {
@@ -139,8 +160,6 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		observe(func(o Observer) { o.Interval(model.ClientSide, &iv) })
 	})
 
-	// The control connection carries the server's intervals, its request to
-	// stop (shutdown) and finally its totals.
 	var remoteMu sync.Mutex
 	var remoteIntervals []model.Interval
 	ended := "complete"
@@ -192,7 +211,6 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 
 	runErr := e.run(tctx)
 	run.Client = e.report(c.Version)
-	run.Client.Kernel = tcpinfo.KernelRelease()
 
 	var done *model.EndReport
 	select {
@@ -214,16 +232,12 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		run.Remote.Totals = done.Totals
 		run.Remote.Version, run.Remote.Kernel = done.Version, done.Kernel
 		_ = ctl.send(&message{Type: msgBye})
-	}
-	run.Remote.Side = model.ServerSide
-	if runErr != nil {
-		run.Ended = "aborted"
-	}
-	if done == nil {
+	} else {
 		run.Warnings = append(run.Warnings, "the server's report is missing: its totals are absent and the summary shows the client's view only")
 	}
 	run.Summary = Summarize(run)
 	if runErr != nil {
+		run.Ended = "aborted"
 		if CodeOf(runErr) == "" {
 			runErr = &Error{Code: CodeAborted, Msg: "test broke off", Hint: "the server or the path failed mid-test; see the server's log", Err: runErr}
 		}
@@ -232,10 +246,17 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	return run, nil
 }
 
-// dialer builds a dialer applying the stream's socket options before
+func (c *Client) network() string {
+	if c.Network == "" {
+		return "tcp"
+	}
+	return c.Network
+}
+
+// dialer builds a dialer applying a stream's socket options before
 // connect, where they must be set: the MSS clamp and the receive buffer
-// shape the SYN.
-func (c *Client) dialer(cfg *model.TestConfig, role ...model.Role) *net.Dialer {
+// shape the SYN. With cfg nil (the control connection) it applies none.
+func (c *Client) dialer(cfg *model.TestConfig, role model.Role) *net.Dialer {
 	timeout := c.ConnectTimeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
@@ -245,7 +266,7 @@ func (c *Client) dialer(cfg *model.TestConfig, role ...model.Role) *net.Dialer {
 		d.LocalAddr = c.LocalAddr
 	}
 	if cfg != nil {
-		d.Control = tcpinfo.DialControl(socketOptions(cfg, role[0]))
+		d.Control = tcpinfo.DialControl(socketOptions(cfg, role))
 	}
 	return d
 }
