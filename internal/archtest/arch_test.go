@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"internal/report":      {"internal/model"},
 	"internal/lab":         {"internal/model", "internal/perf", "internal/report"},
 	"internal/lab/labtest": {"internal/lab", "internal/model"},
+	"internal/lab/profile": {"internal/model"},
 	"internal/archtest":    {},
 }
 

@@ -1,0 +1,107 @@
+package profile
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+func TestBuiltin(t *testing.T) {
+	s := builtinSet(t)
+	paths, hosts := s.Names()
+	for _, want := range []string{"lan-1g", "gigasunet-21ms", "vhp", "coast-to-coast", "transatlantic", "lossy-wan", "dsl"} {
+		if _, err := s.Path(want); err != nil {
+			t.Errorf("built-in path %s: %v (have %v)", want, err, paths)
+		}
+	}
+	for _, want := range []string{"stock", "mistuned-2001", "tuned"} {
+		if _, err := s.Host(want); err != nil {
+			t.Errorf("built-in host %s: %v (have %v)", want, err, hosts)
+		}
+	}
+	g, _ := s.Path("gigasunet-21ms")
+	if g.Rate != model.GbitPerSecond || g.RTT != 21*time.Millisecond || g.RateBack != g.Rate {
+		t.Fatalf("gigasunet-21ms = %+v", g)
+	}
+	// Tierney's worked example: 100 Mbit/s at 150 ms needs 1.9 MB.
+	ta, _ := s.Path("transatlantic")
+	if bdp := ta.BDP(); bdp.Decimal() != "1.88 MB" {
+		t.Fatalf("transatlantic BDP %s, want 1.88 MB", bdp.Decimal())
+	}
+	m, _ := s.Host("mistuned-2001")
+	if m.SACK == nil || *m.SACK || m.WindowScaling == nil || *m.WindowScaling || m.Rmem[2] != 65536 || m.MSS != 536 {
+		t.Fatalf("mistuned-2001 = %+v", m)
+	}
+	st, _ := s.Host("stock")
+	if st.SACK != nil || st.Rmem[2] != 0 {
+		t.Fatalf("stock must leave the kernel alone: %+v", st)
+	}
+}
+
+func TestTunedFollowsThePath(t *testing.T) {
+	s := builtinSet(t)
+	h, _ := s.Host("tuned")
+	p, _ := s.Path("coast-to-coast") // 1 Gbit/s × 67 ms = 8.4 MB
+	got := h.For(&p)
+	if want := model.Bytes(2 * 1e9 / 8 * 0.067); got.Rmem[2] != want || got.Wmem[2] != want {
+		t.Fatalf("tuned for coast-to-coast: rmem %v wmem %v, want %v", got.Rmem, got.Wmem, want)
+	}
+	lan, _ := s.Path("lan-1g")
+	if got := h.For(&lan); got.Rmem[2] != 6*model.MiB {
+		t.Fatalf("tuned never goes below the kernel's 6 MiB default: %v", got.Rmem)
+	}
+	m, _ := s.Host("mistuned-2001")
+	if got := m.For(&p); got.Rmem != m.Rmem {
+		t.Fatal("a fixed tuning must not follow the path")
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := map[string]string{
+		"[path.x]\nrate = \"1G\"\n":                                   "rate and rtt are required",
+		"[path.x]\nrate = \"fast\"\nrtt = \"1ms\"\n":                  "bad unit",
+		"[path.x]\nrate = \"1G\"\nrtt = \"soon\"\n":                   "rtt",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nloss = 2\n":          "loss",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nlatency = \"1ms\"\n": "unknown setting",
+		"[host.h]\nrmem = \"1 2\"\n":                                  "three sizes",
+		"[host.h]\nrmem = \"9 2 3\"\n":                                "min ≤ default ≤ max",
+		"[host.h]\nmss = 20\n":                                        "mss",
+		"[host.h]\nbuffers_bdp = 2.0\nrmem = \"1 2 3\"\n":             "together",
+		"not toml at all = = =":                                       "profiles",
+	}
+	for in, want := range cases {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+func TestMergeOverrides(t *testing.T) {
+	user, err := Parse([]byte("[path.vhp]\nrate = \"50M\"\nrtt = \"20ms\"\n[path.mine]\nrate = \"10M\"\nrtt = \"5ms\"\nrate_back = \"2M\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := builtinSet(t).Merge(user)
+	v, _ := s.Path("vhp")
+	mine, _ := s.Path("mine")
+	if v.Rate != 50*model.MbitPerSecond || mine.RateBack != 2*model.MbitPerSecond {
+		t.Fatalf("merge: vhp %v, mine %+v", v.Rate, mine)
+	}
+	if _, err := s.Path("nope"); err == nil || !strings.Contains(err.Error(), "known:") {
+		t.Fatalf("unknown path error %v", err)
+	}
+	if _, err := builtinSet(t).Path("mine"); err == nil {
+		t.Fatal("Merge changed the built-in set")
+	}
+}
+
+func builtinSet(t *testing.T) Set {
+	t.Helper()
+	s, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
