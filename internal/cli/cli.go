@@ -18,15 +18,16 @@ var Version = "0.1.0-dev"
 // Exit codes, documented in the README. Scripts may rely on them.
 const (
 	ExitOK          = 0
-	ExitFailure     = 1 // anything not listed below
-	ExitUsage       = 2 // bad flags or arguments
-	ExitRefused     = 3 // connection refused
-	ExitUnreachable = 4 // name does not resolve, no route
-	ExitTimeout     = 5 // the peer stopped answering
-	ExitProtocol    = 6 // version mismatch, not a tcpscope server
-	ExitBusy        = 7 // server busy or request over its limits
-	ExitAborted     = 8 // the test broke off mid-way
-	ExitSocket      = 9 // a socket option was refused (-C, -M, --fq-rate)
+	ExitFailure     = 1  // anything not listed below
+	ExitUsage       = 2  // bad flags or arguments
+	ExitRefused     = 3  // connection refused
+	ExitUnreachable = 4  // name does not resolve, no route
+	ExitTimeout     = 5  // the peer stopped answering
+	ExitProtocol    = 6  // version mismatch, not a tcpscope server
+	ExitBusy        = 7  // server busy or request over its limits
+	ExitAborted     = 8  // the test broke off mid-way
+	ExitSocket      = 9  // a socket option was refused (-C, -M, --fq-rate)
+	ExitPrivilege   = 10 // needs root, or a system tool is missing
 	ExitInterrupted = 130
 )
 
@@ -73,6 +74,10 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // classify maps an error to its exit code and hint.
 func classify(err error) (int, string) {
+	var pe *permissionError
+	if errors.As(err, &pe) {
+		return ExitPrivilege, pe.hint
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		hint := ue.hint
@@ -119,6 +124,6 @@ memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("tcpscope "+c.Name()+" --help", "%v", err)
 	})
-	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(stdout, stderr))
+	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(stdout, stderr), newLabCmd(stdout, stderr))
 	return root
 }

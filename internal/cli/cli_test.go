@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,40 @@ func TestHostPort(t *testing.T) {
 		if _, err := hostPort(bad, 5201); err == nil {
 			t.Errorf("hostPort(%q) accepted", bad)
 		}
+	}
+}
+
+func TestLabProfiles(t *testing.T) {
+	code, out, stderr := run("lab", "profiles")
+	if code != 0 || !strings.Contains(out, "vhp") || !strings.Contains(out, "mistuned-2001") {
+		t.Fatalf("exit %d, out %q, err %q", code, out, stderr)
+	}
+	dir := t.TempDir()
+	good := dir + "/good.toml"
+	os.WriteFile(good, []byte("[path.mine]\nrate = \"10M\"\nrtt = \"5ms\"\n"), 0o644)
+	if code, out, _ := run("lab", "profiles", "--profiles", good); code != 0 || !strings.Contains(out, "mine") {
+		t.Fatalf("user profile not listed: exit %d\n%s", code, out)
+	}
+	bad := dir + "/bad.toml"
+	os.WriteFile(bad, []byte("[path.mine]\nrate = \"10M\"\nrtt = \"5ms\"\nlatncy = 1\n"), 0o644)
+	code, _, stderr = run("lab", "profiles", "--profiles", bad)
+	if code != ExitUsage || !strings.Contains(stderr, "unknown setting") {
+		t.Fatalf("misspelt key: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := run("lab", "profiles", "--profiles", dir+"/none.toml"); code != ExitUsage || !strings.Contains(stderr, "no such file") {
+		t.Fatalf("missing file: exit %d, %q", code, stderr)
+	}
+}
+
+func TestLabNeedsRoot(t *testing.T) {
+	code, _, stderr := run("lab", "clean")
+	if os.Geteuid() == 0 {
+		if code != 0 {
+			t.Fatalf("as root: exit %d, %q", code, stderr)
+		}
+		return
+	}
+	if code != ExitPrivilege || !strings.Contains(stderr, "needs root") {
+		t.Fatalf("not root: exit %d, %q", code, stderr)
 	}
 }

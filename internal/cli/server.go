@@ -27,12 +27,7 @@ func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
 test at once, up to --max-tests; a client over a limit gets a clear
 "server busy" error. SIGINT or SIGTERM stops the running tests cleanly:
 their clients still get results.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 0 {
-				return usagef("tcpscope server --listen :5201", "server takes no arguments, got %q", args)
-			}
-			return nil
-		},
+		Args: noArgs("tcpscope server --listen :5201"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServer(cmd, f, stdout, stderr)
 		},

@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/profile"
+)
+
+// labFlags are shared by the lab subcommands.
+type labFlags struct {
+	profiles string // a user TOML file added to the built-ins
+}
+
+func newLabCmd(stdout, stderr io.Writer) *cobra.Command {
+	f := &labFlags{}
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Emulated WAN paths between test hosts in network namespaces",
+		Long: `The lab builds test hosts in network namespaces joined by an emulated
+path (rate, delay, loss, queue, MTU) and runs experiments across it. It
+needs root (CAP_NET_ADMIN); traffic never leaves its namespaces, and
+everything it creates is removed on exit, on error and on Ctrl-C
+('tcpscope lab clean' removes what a killed run left).`,
+		Args: noArgs("tcpscope lab profiles"),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&f.profiles, "profiles", "", "TOML file of extra path and host profiles")
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:   "profiles",
+			Short: "List the path and host profiles",
+			Args:  noArgs("tcpscope lab profiles"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				set, err := f.load()
+				if err != nil {
+					return err
+				}
+				printProfiles(stdout, set)
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use:   "clean",
+			Short: "Remove namespaces left by killed lab runs",
+			Args:  noArgs("tcpscope lab clean"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := labCheck(); err != nil {
+					return err
+				}
+				if err := lab.Clean(cmd.Context()); err != nil {
+					return fmt.Errorf("lab clean: %w", err)
+				}
+				fmt.Fprintln(stdout, "lab: no leftovers")
+				return nil
+			},
+		},
+	)
+	return cmd
+}
+
+// load returns the built-in profiles plus the user's file, if any.
+func (f *labFlags) load() (profile.Set, error) {
+	set, err := profile.Builtin()
+	if err != nil || f.profiles == "" {
+		return set, err
+	}
+	b, err := os.ReadFile(f.profiles)
+	if err != nil {
+		return set, usagef("--profiles takes a readable TOML file", "%v", err)
+	}
+	user, err := profile.Parse(b)
+	if err != nil {
+		return set, usagef("see 'tcpscope lab profiles' for the format", "%s: %v", f.profiles, err)
+	}
+	return set.Merge(user), nil
+}
+
+func printProfiles(w io.Writer, set profile.Set) {
+	paths, hosts := set.Names()
+	fmt.Fprintln(w, "paths (--path):")
+	for _, n := range paths {
+		p := set.Paths[n]
+		rate := p.Rate.String()
+		if p.RateBack != p.Rate {
+			rate += " (back " + p.RateBack.String() + ")"
+		}
+		extra := ""
+		if p.Loss > 0 {
+			extra = fmt.Sprintf(", loss %g%%", 100*p.Loss)
+		}
+		fmt.Fprintf(w, "  %-16s %s, RTT %v, BDP %s%s\n      %s\n", n, rate, p.RTT, p.BDP().Decimal(), extra, p.Description)
+	}
+	fmt.Fprintln(w, "hosts (--hosts):")
+	for _, n := range hosts {
+		fmt.Fprintf(w, "  %-16s %s\n", n, set.Hosts[n].Description)
+	}
+}
+
+// labCheck turns the lab's preconditions into errors a user can act on.
+func labCheck() error {
+	err := lab.Check()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, lab.ErrPermission):
+		return &permissionError{msg: "the lab needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces", hint: "sudo tcpscope lab ..."}
+	case errors.Is(err, lab.ErrMissingTool):
+		return &permissionError{msg: strings.TrimPrefix(err.Error(), "lab: "), hint: "install iproute2 and nftables (make setup does)"}
+	}
+	return err
+}
+
+// permissionError is a precondition the user must fix outside tcpscope.
+type permissionError struct{ msg, hint string }
+
+func (e *permissionError) Error() string { return e.msg }
+
+func noArgs(hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 0 {
+			return usagef(hint, "%s takes no arguments, got %q", cmd.Name(), args)
+		}
+		return nil
+	}
+}
