@@ -15,4 +15,5 @@ require (
 	golang.org/x/net v0.39.0 // indirect
 	golang.zx2c4.com/wintun v0.0.0-20230126152724-0fa3db229ce2 // indirect
 	golang.zx2c4.com/wireguard v0.0.0-20260522210424-ecfc5a8d5446 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )
