@@ -188,3 +188,31 @@ func TestTextShowsRequestedWindow(t *testing.T) {
 		t.Fatalf("header lacks the request:\n%s", out.String())
 	}
 }
+
+func TestPlot(t *testing.T) {
+	c := &Chart{
+		Title: "goodput against socket buffer at 21 ms", XLabel: "buffer (KiB)", YLabel: "Mbit/s", LogX: true,
+		Series: []Series{
+			{Name: "window/RTT", Model: true, Points: []Point{{X: 64, Y: 25}, {X: 256, Y: 100}, {X: 4096, Y: 1000}}},
+			{Name: "measured", Points: []Point{{X: 64, Y: 24, Low: 23, High: 25}, {X: 256, Y: 95}, {X: 4096, Y: 940, Low: 930, High: 950}, {X: 0, Y: 1}}},
+		},
+	}
+	var png, svg bytes.Buffer
+	if err := WritePlot(&png, c, "png"); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG\r\n\x1a\n")) || png.Len() < 5000 {
+		t.Fatalf("not a PNG image (%d bytes)", png.Len())
+	}
+	if err := WritePlot(&svg, c, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "window/RTT", "measured", "buffer (KiB)"} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if err := WritePlot(&svg, c, "gif"); err == nil {
+		t.Error("gif accepted")
+	}
+}
