@@ -216,3 +216,24 @@ func TestPlot(t *testing.T) {
 		t.Error("gif accepted")
 	}
 }
+
+func TestTable(t *testing.T) {
+	var out bytes.Buffer
+	err := WriteTable(&out, &Table{
+		Title:   "tuning across vhp",
+		Columns: []string{"hosts", "n", "mean Mbit/s", "95% CI"},
+		Rows:    [][]string{{"mistuned-2001", "5", "11.8", "11.2–12.4"}, {"tuned", "5", "94.1", "93.9–94.3"}},
+		Notes:   []string{"tuned/mistuned = 7.97×"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "tuning across vhp\n" +
+		"hosts          n  mean Mbit/s     95% CI\n" +
+		"mistuned-2001  5         11.8  11.2–12.4\n" +
+		"tuned          5         94.1  93.9–94.3\n" +
+		"tuned/mistuned = 7.97×\n"
+	if out.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
