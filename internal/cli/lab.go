@@ -45,6 +45,7 @@ everything it creates is removed on exit, on error and on Ctrl-C
 				return nil
 			},
 		},
+		newLabRunCmd(f, stdout, stderr),
 		&cobra.Command{
 			Use:   "clean",
 			Short: "Remove namespaces left by killed lab runs",
