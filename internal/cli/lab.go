@@ -46,6 +46,7 @@ everything it creates is removed on exit, on error and on Ctrl-C
 			},
 		},
 		newLabRunCmd(f, stdout, stderr),
+		newLabShellCmd(f, stdout, stderr),
 		&cobra.Command{
 			Use:   "clean",
 			Short: "Remove namespaces left by killed lab runs",

@@ -207,8 +207,8 @@ func (t *Text) streamLine(id int, span string, si *model.StreamInterval) {
 	fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
 		id+1, span, "receiver", t.rate(si.Rate), si.Bytes.Decimal(), "", "", "", wnd, strings.TrimSpace(extra))
 	if t.verbose {
-		fmt.Fprintf(t.w, "      rcv_space %s  rcv_ssthresh %s  rcv_mss %s  advmss %s  ato %s  %s\n",
-			s.RcvSpace.Binary(), s.RcvSsthresh.Binary(), s.RcvMSS.Binary(), s.AdvMSS.Binary(), fmtDur(s.ATO), s.Options)
+		fmt.Fprintf(t.w, "      rcv_space %s  rcv_ssthresh %s  rcv_mss %d B  advmss %d B  ato %s  %s\n",
+			s.RcvSpace.Binary(), s.RcvSsthresh.Binary(), s.RcvMSS, s.AdvMSS, fmtDur(s.ATO), s.Options)
 	}
 }
 
@@ -330,7 +330,7 @@ func (t *Text) limits(run *model.Run, dir model.Direction) {
 		return
 	}
 	s := &first.Final
-	line := fmt.Sprintf("  options     %s, mss %s, pmtu %s, cc %s", s.Options, s.SndMSS.Binary(), s.PMTU.Binary(), s.Congestion)
+	line := fmt.Sprintf("  options     %s, mss %d B, pmtu %d B, cc %s", s.Options, s.SndMSS, s.PMTU, s.Congestion)
 	if s.BBR != nil {
 		line += " (" + s.BBR.Mode() + ")"
 	}

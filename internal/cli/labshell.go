@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+func newLabShellCmd(lf *labFlags, stdout, stderr io.Writer) *cobra.Command {
+	var hosts string
+	cmd := &cobra.Command{
+		Use:   "shell PATH",
+		Short: "Open a shell on host A of a ready lab path, a tcpscope server on B",
+		Long: `Build the named path between two lab hosts, start a tcpscope server on
+host B, and open a shell on host A. Run anything there (tcpscope test $B,
+iperf3, ss -ti, your own program); exit the shell to take the lab down.
+$B is host B's address; 'ip netns exec $NS_B CMD' runs CMD on host B.`,
+		Example: `  sudo tcpscope lab shell transatlantic
+  sudo tcpscope lab shell vhp --hosts mistuned-2001`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("tcpscope lab profiles lists the paths", "lab shell needs one path name")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return labShell(cmd.Context(), lf, args[0], hosts, stdout, stderr)
+		},
+	}
+	cmd.Flags().StringVar(&hosts, "hosts", "stock", "host tuning of both ends")
+	return cmd
+}
+
+func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdout, stderr io.Writer) error {
+	set, err := lf.load()
+	if err != nil {
+		return err
+	}
+	path, err := set.Path(pathName)
+	if err != nil {
+		return usagef("tcpscope lab profiles lists them", "%v", err)
+	}
+	host, err := set.Host(hostName)
+	if err != nil {
+		return usagef("tcpscope lab profiles lists them", "%v", err)
+	}
+	if err := labCheck(); err != nil {
+		return err
+	}
+	h := host.For(&path)
+	pair, err := lab.NewPair(ctx, experiment.PairConfig(path, h, h))
+	if err != nil {
+		return fmt.Errorf("build the lab: %w", err)
+	}
+	defer pair.Close()
+	ln, err := pair.B.Listen(ctx, "tcp", net.JoinHostPort(pair.B.Addr.String(), "5201"))
+	if err != nil {
+		return fmt.Errorf("listen on host B: %w", err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		(&perf.Server{Version: Version}).Serve(sctx, ln)
+	}()
+	defer func() { stop(); <-served }()
+
+	fmt.Fprintf(stdout, "lab: %s (%s) between host A %s and host B %s, hosts %s\n", path.Name, path.Description, pair.A.Addr, pair.B.Addr, host.Name)
+	fmt.Fprintf(stdout, "lab: tcpscope server on B:5201. Try: tcpscope test $B -t 5    (exit the shell to take the lab down)\n")
+	shell := os.Getenv("SHELL")
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	self, _ := os.Executable()
+	c := pair.A.Command(context.Background(), shell)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
+	c.Env = append(os.Environ(), "A="+pair.A.Addr.String(), "B="+pair.B.Addr.String(), "NS_A="+pair.A.Name, "NS_B="+pair.B.Name,
+		"TCPSCOPE_LAB="+path.Name, "PS1=[lab "+path.Name+" A] \\w \\$ ")
+	if self != "" {
+		c.Env = append(c.Env, "TCPSCOPE="+self)
+	}
+	err = c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return fmt.Errorf("shell: %w", err)
+	}
+	fmt.Fprintln(stdout, "lab: taken down")
+	return nil
+}
