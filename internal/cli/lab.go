@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/profile"
+	"github.com/tcpscope/tcpscope/internal/report"
 )
 
 // labFlags are shared by the lab subcommands.
@@ -47,6 +49,18 @@ everything it creates is removed on exit, on error and on Ctrl-C
 		},
 		newLabRunCmd(f, stdout, stderr),
 		newLabShellCmd(f, stdout, stderr),
+		&cobra.Command{
+			Use:   "selftest",
+			Short: "Check the path emulator's accuracy on this machine",
+			Long: `Measure the emulator on this machine: a 20 ms round trip must measure
+within 0.3 ms + 1%, a 100 Mbit/s bottleneck must deliver within 2% of its
+rate, and 1% random loss must drop within its 99% binomial interval.
+Exits 1 when a check fails.`,
+			Args: noArgs("tcpscope lab selftest"),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return labSelfTest(cmd.Context(), stdout)
+			},
+		},
 		&cobra.Command{
 			Use:   "clean",
 			Short: "Remove namespaces left by killed lab runs",
@@ -130,4 +144,31 @@ func noArgs(hint string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+func labSelfTest(ctx context.Context, stdout io.Writer) error {
+	if err := labCheck(); err != nil {
+		return err
+	}
+	checks, err := lab.SelfTest(ctx, Version)
+	if err != nil {
+		return fmt.Errorf("lab selftest: %w", err)
+	}
+	t := &report.Table{Title: "tcpscope lab selftest: the path emulator on this machine",
+		Columns: []string{"check", "set", "measured", "bound", "verdict"}}
+	failed := 0
+	for _, c := range checks {
+		v := "ok"
+		if !c.OK {
+			v, failed = "FAILED", failed+1
+		}
+		t.Rows = append(t.Rows, []string{c.Name, c.Set, c.Measured, c.Bound, v})
+	}
+	if err := report.WriteTable(stdout, t); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("lab selftest: %d of %d checks failed", failed, len(checks))
+	}
+	return nil
 }

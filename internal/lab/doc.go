@@ -16,10 +16,29 @@
 // Why our own lab and not netem: the kernels tcpscope is developed and tested
 // on are built without sch_netem (and without fq and codel), so there is no
 // kernel delay or loss emulation to call. What they do have is tbf, nftables
-// (random drop with numgen), veth and network namespaces; this package uses
-// exactly those. Delay and jitter need the userspace path emulator over TUN
-// devices that later builds on these namespaces, and that emulator is also
-// what lets the lab use kernel netem where a user's kernel has it.
+// (random drop with numgen), veth, TUN and network namespaces; this package
+// uses exactly those. Rate and random loss come from the router's tbf and
+// nftables; delay, jitter, bursty loss, reordering, duplication and a
+// bottleneck MTU come from the userspace path emulator (package
+// lab/emulator) in an emulated pair, below.
+//
+// An emulated pair (PairConfig.Emulated) has no router: A and B each get a
+// TUN device (tun-a, tun-b), created inside the host's namespace on a
+// thread switched into it, so that the link never exists in the machine's
+// own namespace. Each host has its address on its device and a route to
+// the other's subnet through it, and the emulator runs in the calling
+// process between the two devices' file descriptors, with every impairment
+// of both directions (Pair.Emulator gives its counters). The devices carry
+// offloads: a host hands its TUN device 64 KiB TCP aggregates, the
+// emulator splits them into packets (so its MTU, rate and losses act per
+// packet, as on a wire) and writes them coalesced again. gso_max_segs is 64
+// on the devices so an aggregate always fits the emulator's read batch.
+// Host settings (HostConfig) apply as with a router. Close stops the
+// emulator, which closes the devices and so removes them, then deletes the
+// namespaces. On the 2-CPU test machines one unimpaired TCP stream carried
+// 6.5 to 7 Gbit/s through the emulator (iperf3: 5 to 6.5 Gbit/s), with no
+// retransmission; a connect over 10 ms each way took a median 20.3 ms; and
+// a 100 Mbit/s bottleneck delivered 99.8 to 100% of its payload share.
 //
 // Why a router: every impairment sits in R, none in the hosts, as on a real
 // path, where the bottleneck queue is in a router and not in the sender.

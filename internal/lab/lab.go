@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -80,10 +81,21 @@ type PairConfig struct {
 	// (the default), every packet on a link is at most MTU bytes, as on a
 	// wire.
 	Offload bool
-	// AtoB and BtoA are the impairments of each direction.
+	// AtoB and BtoA are the impairments of each direction, in the
+	// router. They must be zero when Emulated is set.
 	AtoB, BtoA Path
 	// A and B are the hosts' settings.
 	A, B HostConfig
+	// Emulated, when set, joins A and B through the userspace path
+	// emulator instead of the router: a TUN device in each host (named
+	// tun-a and tun-b, MTU as above) and the emulator, running in the
+	// calling process, between them with this configuration. There is no
+	// router namespace then (Pair.R is nil); the emulator's MTU, rate,
+	// queue, loss, delay and jitter are the path. Offload does not apply:
+	// the TUN devices always take the kernel's aggregates and the emulator
+	// splits them, so every impairment acts per packet. Nil (the default)
+	// builds the router.
+	Emulated *emulator.Config
 }
 
 // Path is the impairment of one direction of the path.
@@ -196,7 +208,8 @@ func (d Direction) String() string {
 }
 
 // Pair is two hosts, A and B, joined through a router, R: A —veth— R
-// —veth— B. A Pair must be closed.
+// —veth— B; or, with PairConfig.Emulated, through the userspace emulator:
+// A —TUN— emulator —TUN— B. A Pair must be closed.
 type Pair struct {
 	// A and B are the end hosts; each dials the other's Addr.
 	A, B *Host
@@ -204,7 +217,7 @@ type Pair struct {
 	// Link, Addr and Prefix describe its side toward A (Addr is A's
 	// gateway); RouterLinks names both of its links. Use it to inspect or
 	// add to the path with tc or nft (R.Command) without touching the
-	// hosts.
+	// hosts. It is nil when the path is emulated.
 	R *Host
 
 	cfg    PairConfig
@@ -216,6 +229,9 @@ type Pair struct {
 	lossy   [2]bool // an nft loss table is installed for the direction
 	closed  bool
 	created []string // namespaces to delete, in creation order
+
+	emu  *emulator.Emulator // the running emulator of an emulated pair
+	tuns []emulator.Device  // TUN devices not yet handed to the emulator
 }
 
 // Host is one of a Pair's network namespaces: an end host with loopback
@@ -238,6 +254,18 @@ type Host struct {
 // the current impairment of each direction.
 func (p *Pair) Config() PairConfig { return p.cfg }
 
+// Emulator returns the emulator between the hosts of an emulated pair, for
+// its counters; nil when the pair has a router.
+func (p *Pair) Emulator() *emulator.Emulator { return p.emu }
+
+// emuDir is the emulator's name for direction d.
+func emuDir(d Direction) emulator.Dir {
+	if d == BtoA {
+		return emulator.BtoA
+	}
+	return emulator.AtoB
+}
+
 // Path returns the impairment currently applied to direction d, with
 // defaults resolved (a rate-limited Path has its Burst and Queue filled in).
 func (p *Pair) Path(d Direction) Path {
@@ -254,6 +282,7 @@ func (d Direction) valid() bool { return d == AtoB || d == BtoA }
 // RouterLinks returns the names of R's links that direction d enters and
 // leaves the router by: d's loss rule sits on the ingress of in, its rate
 // limiter (tbf) on the egress of out. For AtoB, in faces A and out faces B.
+// An emulated pair has no router links: both names are empty.
 func (p *Pair) RouterLinks(d Direction) (in, out string) {
 	if d == BtoA {
 		return p.rlinks[1], p.rlinks[0]
@@ -273,6 +302,14 @@ func (c PairConfig) mtu() int {
 func (c PairConfig) validate() error {
 	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
 		return fmt.Errorf("lab: MTU %d: want 68 to 65535 (0 for the default 1500)", c.MTU)
+	}
+	if c.Emulated != nil {
+		if c.AtoB != (Path{}) || c.BtoA != (Path{}) {
+			return errors.New("lab: an emulated path has no router: set rate and loss in the emulator's configuration, not in AtoB and BtoA")
+		}
+		if err := c.Emulated.Validate(); err != nil {
+			return fmt.Errorf("lab: %w", err)
+		}
 	}
 	for _, d := range []Direction{AtoB, BtoA} {
 		p := c.AtoB

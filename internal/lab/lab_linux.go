@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 )
 
 // pairSeq numbers the pairs of this process. Namespace names are global to
@@ -180,7 +182,7 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 			return nil, err
 		}
 	}
-	p := &Pair{cfg: cfg, rlinks: [2]string{linkRA, linkRB}}
+	p := &Pair{cfg: cfg}
 	defer func() {
 		if err != nil {
 			if cerr := p.Close(); cerr != nil {
@@ -190,13 +192,18 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	}()
 
 	pid := os.Getpid()
+	emulated := cfg.Emulated != nil
 	var seq uint32
 	var nsA, nsB, nsR string
 	for attempt := 0; ; attempt++ {
 		seq = pairSeq.Add(1)
 		nsA, nsB, nsR = nsNames(pid, seq)
+		names := []string{nsA, nsR, nsB}
+		if emulated {
+			names = []string{nsA, nsB} // no router
+		}
 		var err error
-		for _, ns := range []string{nsA, nsR, nsB} {
+		for _, ns := range names {
 			if err = p.addNetns(ctx, ns); err != nil {
 				break
 			}
@@ -216,8 +223,64 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	prefixA, prefixB := linkPrefixes(pid, seq)
 	p.A = &Host{Name: nsA, Link: linkAR, Addr: hostAddr(prefixA), Prefix: prefixA}
 	p.B = &Host{Name: nsB, Link: linkBR, Addr: hostAddr(prefixB), Prefix: prefixB}
-	p.R = &Host{Name: nsR, Link: linkRA, Addr: routerAddr(prefixA), Prefix: prefixA}
+	if emulated {
+		p.A.Link, p.B.Link = tunA, tunB
+		if err := p.joinByTUN(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		p.R = &Host{Name: nsR, Link: linkRA, Addr: routerAddr(prefixA), Prefix: prefixA}
+		p.rlinks = [2]string{linkRA, linkRB}
+		if err := p.joinByRouter(ctx); err != nil {
+			return nil, err
+		}
+	}
 
+	for _, hc := range []struct {
+		h   *Host
+		cfg HostConfig
+	}{{p.A, cfg.A}, {p.B, cfg.B}} {
+		list, _ := hc.cfg.sysctls() // validated above
+		for _, s := range list {
+			if err := hc.h.SetSysctl(s.key, s.value); err != nil {
+				return nil, err
+			}
+		}
+		if err := hc.h.requireHostWide("net.core.rmem_max", int64(hc.cfg.RmemMax)); err != nil {
+			return nil, err
+		}
+		if err := hc.h.requireHostWide("net.core.wmem_max", int64(hc.cfg.WmemMax)); err != nil {
+			return nil, err
+		}
+	}
+
+	if emulated {
+		// The emulator lives until Close, not until ctx ends: ctx bounds
+		// the building only, as it does for the router's commands.
+		e, err := emulator.Start(context.Background(), *cfg.Emulated, p.tuns[0], p.tuns[1])
+		if err != nil {
+			return nil, fmt.Errorf("lab: %w", err)
+		}
+		p.mu.Lock()
+		p.emu, p.tuns = e, nil
+		p.mu.Unlock()
+		return p, nil
+	}
+	if err := p.SetPath(ctx, AtoB, cfg.AtoB); err != nil {
+		return nil, err
+	}
+	if err := p.SetPath(ctx, BtoA, cfg.BtoA); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// joinByRouter links A and B to R with veth pairs, addresses them and
+// routes each host to the other's subnet through R.
+func (p *Pair) joinByRouter(ctx context.Context) error {
+	cfg := p.cfg
+	nsA, nsB, nsR := p.A.Name, p.B.Name, p.R.Name
+	prefixA, prefixB := p.A.Prefix, p.B.Prefix
 	// Every veth end is created directly inside its namespace, so no link
 	// ever exists in the host's namespace, even for a moment, and none can
 	// clash with the host's interface names.
@@ -245,7 +308,7 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 		args = append(args, "type", "veth", "peer", "name")
 		args = append(args, end(l[1].ns, l[1].link)...)
 		if _, err := run(ctx, "", "ip", args...); err != nil {
-			return nil, err
+			return err
 		}
 		for _, i := range l {
 			for _, args := range [][]string{
@@ -253,21 +316,21 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 				{"-n", i.ns, "link", "set", i.link, "up"},
 			} {
 				if _, err := run(ctx, "", "ip", args...); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 	}
 	for _, ns := range []string{nsA, nsR, nsB} {
 		if _, err := run(ctx, "", "ip", "-n", ns, "link", "set", "lo", "up"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// R forwards between its links; each host reaches the other's subnet,
 	// and nothing else, through R. No default route: an address outside
 	// the pair stays unreachable.
 	if err := p.R.SetSysctl("net.ipv4.ip_forward", "1"); err != nil {
-		return nil, err
+		return err
 	}
 	for _, r := range []struct {
 		h   *Host
@@ -275,35 +338,62 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 		via netip.Addr
 	}{{p.A, prefixB, routerAddr(prefixA)}, {p.B, prefixA, routerAddr(prefixB)}} {
 		if _, err := run(ctx, "", "ip", "-n", r.h.Name, "route", "add", r.dst.String(), "via", r.via.String(), "dev", r.h.Link); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	for _, hc := range []struct {
+// TUN device names of an emulated pair, inside A and inside B.
+const (
+	tunA = "tun-a"
+	tunB = "tun-b"
+)
+
+// tunMaxSegs caps the segments of one offloaded TCP or UDP aggregate the
+// hosts hand a TUN device. The emulator reads each aggregate into one batch
+// of buffers, as many as the device's batch size (128 for wireguard's
+// TUN); an aggregate with more segments would lose its tail. 64 KiB of
+// aggregate needs more than 64 segments only below an MSS of 1024.
+const tunMaxSegs = 64
+
+// joinByTUN creates a TUN device in A and in B, addresses them and routes
+// each host to the other's subnet through its device. The devices are
+// created inside the namespaces (on a thread switched into each), so no
+// link ever exists in the host's namespace; their file descriptors work
+// from any thread afterwards, and the emulator, started later, forwards
+// between them.
+func (p *Pair) joinByTUN(ctx context.Context) error {
+	mtu := p.cfg.mtu()
+	for _, h := range []*Host{p.A, p.B} {
+		var dev emulator.Device
+		err := h.Do(func() (err error) {
+			dev, err = emulator.CreateTUN(h.Link, mtu)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("lab: %s: %w", h.Name, err)
+		}
+		p.mu.Lock()
+		p.tuns = append(p.tuns, dev)
+		p.mu.Unlock()
+	}
+	for _, r := range []struct {
 		h   *Host
-		cfg HostConfig
-	}{{p.A, cfg.A}, {p.B, cfg.B}} {
-		list, _ := hc.cfg.sysctls() // validated above
-		for _, s := range list {
-			if err := hc.h.SetSysctl(s.key, s.value); err != nil {
-				return nil, err
+		dst netip.Prefix
+	}{{p.A, p.B.Prefix}, {p.B, p.A.Prefix}} {
+		for _, args := range [][]string{
+			{"-n", r.h.Name, "link", "set", "lo", "up"},
+			{"-n", r.h.Name, "addr", "add", netip.PrefixFrom(r.h.Addr, r.h.Prefix.Bits()).String(), "dev", r.h.Link},
+			{"-n", r.h.Name, "link", "set", r.h.Link, "gso_max_segs", strconv.Itoa(tunMaxSegs), "up"},
+			{"-n", r.h.Name, "route", "add", r.dst.String(), "dev", r.h.Link},
+		} {
+			if _, err := run(ctx, "", "ip", args...); err != nil {
+				return err
 			}
 		}
-		if err := hc.h.requireHostWide("net.core.rmem_max", int64(hc.cfg.RmemMax)); err != nil {
-			return nil, err
-		}
-		if err := hc.h.requireHostWide("net.core.wmem_max", int64(hc.cfg.WmemMax)); err != nil {
-			return nil, err
-		}
 	}
-
-	if err := p.SetPath(ctx, AtoB, cfg.AtoB); err != nil {
-		return nil, err
-	}
-	if err := p.SetPath(ctx, BtoA, cfg.BtoA); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return nil
 }
 
 // addNetns creates a named namespace and records it for Close.
@@ -329,6 +419,9 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 	defer p.mu.Unlock()
 	if p.closed {
 		return fmt.Errorf("lab: %s: pair is closed", d)
+	}
+	if p.R == nil {
+		return fmt.Errorf("lab: %s: the path is emulated and has no router; its impairments are the emulator's configuration", d)
 	}
 	in, out := p.RouterLinks(d)
 
@@ -357,16 +450,22 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 }
 
 // Dropped returns how many packets of direction d the loss rule has
-// dropped since it was last set.
+// dropped since it was last set. On an emulated pair it is the emulator's
+// random and Gilbert–Elliott losses since the pair was built (its Counters
+// tell the causes apart).
 func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
 	if !d.valid() {
 		return 0, fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
 	}
 	p.mu.Lock()
-	lossy, closed := p.lossy[d], p.closed
+	lossy, closed, emu := p.lossy[d], p.closed, p.emu
 	p.mu.Unlock()
 	if closed {
 		return 0, fmt.Errorf("lab: %s: pair is closed", d)
+	}
+	if emu != nil {
+		c := emu.Counters(emuDir(d))
+		return c.DroppedLoss + c.DroppedGE, nil
 	}
 	if !lossy {
 		return 0, nil
@@ -383,10 +482,11 @@ func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
 }
 
 // Close removes the pair's three namespaces, which removes everything in
-// them: the veth ends, routes, qdiscs and nftables tables. It is safe to
-// call more than once; calls after the first return nil. Processes still
-// running inside a namespace (started with Host.Command) keep it alive,
-// unnamed, until they exit.
+// them: the veth ends, routes, qdiscs and nftables tables. An emulated
+// pair's emulator is stopped first; closing its TUN devices removes them.
+// It is safe to call more than once; calls after the first return nil.
+// Processes still running inside a namespace (started with Host.Command)
+// keep it alive, unnamed, until they exit.
 func (p *Pair) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -397,6 +497,16 @@ func (p *Pair) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	var errs []error
+	if p.emu != nil {
+		if err := p.emu.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("lab: stop the emulator: %w", err))
+		}
+	}
+	for _, dev := range p.tuns {
+		if err := dev.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("lab: close a TUN device: %w", err))
+		}
+	}
 	for i := len(p.created) - 1; i >= 0; i-- {
 		if err := delNetns(ctx, p.created[i]); err != nil {
 			errs = append(errs, err)

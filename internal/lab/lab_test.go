@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -90,6 +91,9 @@ func TestPairConfigValidate(t *testing.T) {
 	if err := (PairConfig{}).validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}
+	if err := (PairConfig{MTU: 9000, Emulated: &emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond}}}).validate(); err != nil {
+		t.Errorf("emulated config: %v", err)
+	}
 	for _, tc := range []struct {
 		cfg  PairConfig
 		want string
@@ -99,6 +103,9 @@ func TestPairConfigValidate(t *testing.T) {
 		{PairConfig{B: HostConfig{Rmem: BufferSizes{Min: 10, Default: 5, Max: 20}}}, "host B"},
 		{PairConfig{A: HostConfig{Sysctls: map[string]string{"kernel.pid_max": "1"}}}, "only net.*"},
 		{PairConfig{A: HostConfig{SACK: Toggle(9)}}, "bad toggle"},
+		{PairConfig{Emulated: &emulator.Config{}, AtoB: Path{Loss: 0.1}}, "no router"},
+		{PairConfig{Emulated: &emulator.Config{}, BtoA: Path{Queue: time.Second}}, "no router"},
+		{PairConfig{Emulated: &emulator.Config{BtoA: emulator.Direction{MTU: 20}}}, "B→A: MTU 20"},
 	} {
 		if err := tc.cfg.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("validate(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)

@@ -18,7 +18,11 @@ import (
 type Chart struct {
 	Title, XLabel, YLabel string
 	LogX                  bool
-	Series                []Series
+	// Categories, when set, makes a bar chart: point i of each
+	// measurement series is a bar over Categories[i]; model series are
+	// drawn as marks over the bars.
+	Categories []string
+	Series     []Series
 }
 
 // Series is one named line.
@@ -53,6 +57,12 @@ func WritePlot(w io.Writer, c *Chart, format string) error {
 	if c.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	if len(c.Categories) > 0 {
+		if err := addBars(p, c); err != nil {
+			return err
+		}
+		return render(w, p, format)
 	}
 	for i, s := range c.Series {
 		xys := make(plotter.XYs, 0, len(s.Points))
@@ -99,12 +109,78 @@ func WritePlot(w io.Writer, c *Chart, format string) error {
 			p.Add(eb)
 		}
 	}
+	return render(w, p, format)
+}
+
+func render(w io.Writer, p *plot.Plot, format string) error {
 	wt, err := p.WriterTo(16*vg.Centimeter, 10*vg.Centimeter, format)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	if _, err := wt.WriteTo(w); err != nil {
 		return fmt.Errorf("plot: write: %w", err)
+	}
+	return nil
+}
+
+// addBars draws measurement series as bars over the categories, with
+// their intervals, and model series as marks.
+func addBars(p *plot.Plot, c *Chart) error {
+	p.NominalX(c.Categories...)
+	var bars []Series
+	for _, s := range c.Series {
+		if !s.Model {
+			bars = append(bars, s)
+		}
+	}
+	width := vg.Points(60) / vg.Length(max(len(bars), 1))
+	for i, s := range bars {
+		vals := make(plotter.Values, len(c.Categories))
+		var errs errPoints
+		for j := range vals {
+			if j < len(s.Points) {
+				vals[j] = s.Points[j].Y
+				if pt := s.Points[j]; pt.Low < pt.High {
+					errs = append(errs, Point{X: float64(j), Y: pt.Y, Low: pt.Low, High: pt.High})
+				}
+			}
+		}
+		b, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", s.Name, err)
+		}
+		b.Color = plotutil.Color(i + 2)
+		b.LineStyle.Width = 0
+		b.Offset = width * vg.Length(i-len(bars)/2)
+		p.Add(b)
+		p.Legend.Add(s.Name, b)
+		if len(errs) > 0 {
+			eb, err := plotter.NewYErrorBars(errs)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", s.Name, err)
+			}
+			p.Add(eb)
+		}
+	}
+	for i, s := range c.Series {
+		if !s.Model {
+			continue
+		}
+		xys := make(plotter.XYs, 0, len(s.Points))
+		for j, pt := range s.Points {
+			if !math.IsNaN(pt.Y) && !math.IsInf(pt.Y, 0) {
+				xys = append(xys, plotter.XY{X: float64(j), Y: pt.Y})
+			}
+		}
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", s.Name, err)
+		}
+		sc.Shape = draw.CrossGlyph{}
+		sc.Radius = vg.Points(6)
+		sc.Color = plotutil.Color(i)
+		p.Add(sc)
+		p.Legend.Add(s.Name, sc)
 	}
 	return nil
 }

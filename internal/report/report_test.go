@@ -237,3 +237,20 @@ func TestTable(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+func TestBarPlot(t *testing.T) {
+	c := &Chart{Title: "tuning", YLabel: "Mbit/s", Categories: []string{"mistuned-2001", "tuned"},
+		Series: []Series{
+			{Name: "measured", Points: []Point{{Y: 11.9, Low: 11.7, High: 12.2}, {Y: 96.3, Low: 95.5, High: 97.2}}},
+			{Name: "model", Model: true, Points: []Point{{Y: 15}, {Y: 95.6}}},
+		}}
+	var svg bytes.Buffer
+	if err := WritePlot(&svg, c, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mistuned-2001", "tuned", "measured", "model"} {
+		if !strings.Contains(svg.String(), want) {
+			t.Errorf("bar chart SVG lacks %q", want)
+		}
+	}
+}

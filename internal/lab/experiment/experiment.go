@@ -55,18 +55,21 @@ type Spec struct {
 	Description string
 	// DefaultPath and DefaultHosts are used unless Env overrides them.
 	DefaultPath, DefaultHosts string
-	run                       func(ctx context.Context, x *exp) (*Result, error)
+	// DefaultCongestion is the algorithm unless Env.Congestion or a host
+	// tuning sets one: reno where the model (Mathis) is reno's.
+	DefaultCongestion string
+	run               func(ctx context.Context, x *exp) (*Result, error)
 }
 
 // Specs lists the experiments in the order they are documented.
 func Specs() []Spec {
 	return []Spec{
-		{"window-sweep", "goodput against socket buffer size, beside window/RTT", "gigasunet-21ms", "stock", windowSweep},
-		{"loss-sweep", "goodput against random loss, beside the Mathis bound", "lossy-wan", "tuned", lossSweep},
-		{"mtu-sweep", "MTU 1500, 4470 and 9000 on a lossy path, beside the linear and √MTU models", "lossy-wan", "tuned", mtuSweep},
-		{"tuning", "2001-era hosts against tuned hosts, with statistics over repeated runs", "vhp", "", tuning},
-		{"cc-compare", "cubic, bbr and reno on a long lossy path", "transatlantic", "tuned", ccCompare},
-		{"parallel", "1, 2, 4 and 8 streams under random loss", "lossy-wan", "tuned", parallel},
+		{"window-sweep", "goodput against socket buffer size, beside window/RTT", "gigasunet-21ms", "stock", "", windowSweep},
+		{"loss-sweep", "goodput against random loss, beside the Mathis bound", "lossy-wan", "tuned", "reno", lossSweep},
+		{"mtu-sweep", "MTU 1500, 4470 and 9000 on a lossy path, beside the linear and √MTU models", "lossy-wan", "tuned", "reno", mtuSweep},
+		{"tuning", "2001-era hosts against tuned hosts, with statistics over repeated runs", "vhp", "", "", tuning},
+		{"cc-compare", "cubic, bbr and reno on a long lossy path", "transatlantic", "tuned", "", ccCompare},
+		{"parallel", "1, 2, 4 and 8 streams under random loss", "lossy-wan", "tuned", "reno", parallel},
 	}
 }
 
@@ -121,6 +124,7 @@ func Run(ctx context.Context, name string, env Env) (*Result, error) {
 	if x.Hosts == "" {
 		x.Hosts = spec.DefaultHosts
 	}
+
 	if x.path, err = env.Profiles.Path(x.Path); err != nil {
 		return nil, err
 	}
@@ -164,9 +168,16 @@ func (x *exp) repeat(def int) int {
 	return def
 }
 
-// config is a test's configuration before the experiment varies it.
-func (x *exp) config() model.TestConfig {
-	return model.TestConfig{Duration: x.Duration, Omit: x.Omit, Interval: time.Second, Congestion: x.Congestion}
+// config is a test's configuration between hosts tuned as h, before the
+// experiment varies it. A host's MSS clamp is applied by the client
+// (TCP_MAXSEG before connect clamps both directions); its congestion
+// control by the lab unless the experiment chooses one.
+func (x *exp) config(h profile.Host) model.TestConfig {
+	cc := x.Congestion
+	if cc == "" && h.Congestion == "" {
+		cc = x.spec.DefaultCongestion
+	}
+	return model.TestConfig{Duration: x.Duration, Omit: x.Omit, Interval: time.Second, Congestion: cc, MSS: h.MSS}
 }
 
 // measure runs cfg n times on tb and summarises the goodput.

@@ -44,7 +44,7 @@ func windowSweep(ctx context.Context, x *exp) (*Result, error) {
 	var notes []string
 	err := x.withTestbed(ctx, x.path, x.host, x.host, func(tb Testbed) error {
 		for _, w := range sizes {
-			cfg := x.config()
+			cfg := x.config(x.host)
 			cfg.Window = w
 			var peak model.Bytes
 			tbx := windowRecorder{Testbed: tb, peak: &peak, warn: &notes}
@@ -98,7 +98,7 @@ func lossSweep(ctx context.Context, x *exp) (*Result, error) {
 		path := x.path
 		path.Loss = l
 		err := x.withTestbed(ctx, path, x.host, x.host, func(tb Testbed) error {
-			p, err := x.measure(ctx, tb, fmt.Sprintf("%g%%", 100*l), x.config(), x.repeat(1))
+			p, err := x.measure(ctx, tb, fmt.Sprintf("%g%%", 100*l), x.config(x.host), x.repeat(1))
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func mtuSweep(ctx context.Context, x *exp) (*Result, error) {
 		path := x.path
 		path.MTU = m
 		err := x.withTestbed(ctx, path, x.host, x.host, func(tb Testbed) error {
-			p, err := x.measure(ctx, tb, fmt.Sprintf("%d", m), x.config(), x.repeat(1))
+			p, err := x.measure(ctx, tb, fmt.Sprintf("%d", m), x.config(x.host), x.repeat(1))
 			if err != nil {
 				return err
 			}
@@ -187,7 +187,7 @@ func tuning(ctx context.Context, x *exp) (*Result, error) {
 	res := &Result{}
 	for i, h := range []profile.Host{before, after} {
 		err := x.withTestbed(ctx, x.path, h, h, func(tb Testbed) error {
-			p, err := x.measure(ctx, tb, h.Name, x.config(), x.repeat(5))
+			p, err := x.measure(ctx, tb, h.Name, x.config(h), x.repeat(5))
 			if err != nil {
 				return err
 			}
@@ -234,7 +234,7 @@ func ccCompare(ctx context.Context, x *exp) (*Result, error) {
 	res := &Result{}
 	err := x.withTestbed(ctx, path, x.host, x.host, func(tb Testbed) error {
 		for i, cc := range []string{"cubic", "bbr", "reno"} {
-			cfg := x.config()
+			cfg := x.config(x.host)
 			cfg.Congestion = cc
 			p, err := x.measure(ctx, tb, cc, cfg, x.repeat(3))
 			if err != nil {
@@ -263,7 +263,7 @@ func parallel(ctx context.Context, x *exp) (*Result, error) {
 	res := &Result{}
 	err := x.withTestbed(ctx, x.path, x.host, x.host, func(tb Testbed) error {
 		for _, n := range counts {
-			cfg := x.config()
+			cfg := x.config(x.host)
 			cfg.Parallel = n
 			p, err := x.measure(ctx, tb, fmt.Sprintf("%d", n), cfg, x.repeat(1))
 			if err != nil {
@@ -286,14 +286,12 @@ func parallel(ctx context.Context, x *exp) (*Result, error) {
 	return res, nil
 }
 
-// barChart draws categories as points at x = 0, 1, …
+// barChart draws categories as bars with their intervals.
 func barChart(title string, pts []Point) *report.Chart {
 	c := chartOf(title, "", false, pts, "model")
-	var names []string
 	for _, p := range pts {
-		names = append(names, p.Label)
+		c.Categories = append(c.Categories, p.Label)
 	}
-	c.XLabel = fmt.Sprint(names)
 	return c
 }
 

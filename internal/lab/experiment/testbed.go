@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/profile"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -21,17 +22,22 @@ func LabBuilder(version string) Builder {
 }
 
 // PairConfig is the lab configuration of a path between hosts tuned as a
-// and b (tunings already resolved for the path with Host.For).
+// and b (tunings already resolved for the path with Host.For): the
+// userspace emulator carries the path, the delay split evenly between the
+// two directions.
 func PairConfig(path profile.Path, a, b profile.Host) lab.PairConfig {
-	dir := func(rate model.Bitrate) lab.Path {
-		return lab.Path{Rate: rate, Loss: path.Loss, Queue: path.Queue}
+	dir := func(rate model.Bitrate) emulator.Direction {
+		d := emulator.Direction{Delay: path.RTT / 2, Rate: rate, Loss: path.Loss, MTU: path.MTU}
+		if path.Queue > 0 {
+			d.Queue = emulator.Queue{Time: path.Queue}
+		}
+		return d
 	}
 	return lab.PairConfig{
-		MTU:  path.MTU,
-		AtoB: dir(path.Rate),
-		BtoA: dir(path.RateBack),
-		A:    hostConfig(a),
-		B:    hostConfig(b),
+		MTU:      path.MTU,
+		Emulated: &emulator.Config{AtoB: dir(path.Rate), BtoA: dir(path.RateBack)},
+		A:        hostConfig(a),
+		B:        hostConfig(b),
 	}
 }
 
@@ -45,7 +51,8 @@ func hostConfig(h profile.Host) lab.HostConfig {
 		}
 		return lab.Off
 	}
-	c := lab.HostConfig{SACK: toggle(h.SACK), Timestamps: toggle(h.Timestamps), WindowScaling: toggle(h.WindowScaling)}
+	c := lab.HostConfig{SACK: toggle(h.SACK), Timestamps: toggle(h.Timestamps), WindowScaling: toggle(h.WindowScaling),
+		CongestionControl: h.Congestion}
 	if h.Rmem[2] > 0 {
 		c.Rmem = lab.BufferSizes{Min: h.Rmem[0], Default: h.Rmem[1], Max: h.Rmem[2]}
 	}

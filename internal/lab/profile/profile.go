@@ -46,6 +46,8 @@ type Host struct {
 	Rmem, Wmem [3]model.Bytes
 	// MSS clamps the segment size the host advertises (0: unset).
 	MSS int
+	// Congestion is the host's default congestion control ("": the kernel's).
+	Congestion string
 	// BuffersBDP raises the rmem/wmem maxima to this multiple of a path's
 	// bandwidth-delay product (0: unset). See Host.For.
 	BuffersBDP float64
@@ -137,6 +139,7 @@ type hostFile struct {
 	Wmem          string  `toml:"wmem"`
 	MSS           int     `toml:"mss"`
 	BuffersBDP    float64 `toml:"buffers_bdp"`
+	Congestion    string  `toml:"congestion"`
 }
 
 // Parse reads profiles from TOML. Unknown keys are errors, so a misspelt
@@ -208,7 +211,7 @@ func (pf pathFile) path(name string) (Path, error) {
 
 func (hf hostFile) host(name string) (Host, error) {
 	h := Host{Name: name, Description: hf.Description, SACK: hf.SACK, Timestamps: hf.Timestamps,
-		WindowScaling: hf.WindowScaling, MSS: hf.MSS, BuffersBDP: hf.BuffersBDP}
+		WindowScaling: hf.WindowScaling, MSS: hf.MSS, BuffersBDP: hf.BuffersBDP, Congestion: hf.Congestion}
 	var err error
 	if h.Rmem, err = triple(hf.Rmem); err != nil {
 		return h, fmt.Errorf("rmem: %w", err)

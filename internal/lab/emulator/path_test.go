@@ -1,0 +1,451 @@
+package emulator
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+func testPath(d Direction, seed uint64) (*path, *counters) {
+	c := new(counters)
+	return newPath(d, rand.New(rand.NewPCG(seed, 1)), c), c
+}
+
+// z99 is the two-sided 99% quantile of the standard normal distribution.
+const z99 = 2.5758
+
+// binomialOK reports whether k successes in n trials are within the 99%
+// normal-approximation interval of probability p.
+func binomialOK(k, n int, p float64) (ok bool, lo, hi float64) {
+	half := z99 * math.Sqrt(p*(1-p)/float64(n))
+	got := float64(k) / float64(n)
+	return got >= p-half && got <= p+half, p - half, p + half
+}
+
+func TestRandomLoss(t *testing.T) {
+	for _, p := range []float64{0.001, 0.01, 0.1, 0.5} {
+		path, c := testPath(Direction{Loss: p}, 42)
+		const n = 200_000
+		kept := 0
+		for i := range n {
+			kept += path.arrive(time.Duration(i)*time.Microsecond, 1500).n
+		}
+		lost := int(c.droppedLoss.Load())
+		if lost+kept != n {
+			t.Errorf("loss %v: %d lost + %d kept ≠ %d", p, lost, kept, n)
+		}
+		if ok, lo, hi := binomialOK(lost, n, p); !ok {
+			t.Errorf("loss %v: %d of %d lost (%.5f), want within [%.5f, %.5f]", p, lost, n, float64(lost)/n, lo, hi)
+		}
+	}
+	// The extremes are exact.
+	for _, p := range []float64{0, 1} {
+		path, c := testPath(Direction{Loss: p}, 1)
+		for i := range 1000 {
+			path.arrive(time.Duration(i), 100)
+		}
+		if got := c.droppedLoss.Load(); got != uint64(p*1000) {
+			t.Errorf("loss %v: %d of 1000 lost", p, got)
+		}
+	}
+}
+
+func TestGilbertElliott(t *testing.T) {
+	ge := GilbertElliott{P: 0.01, R: 0.1, LossGood: 0.001, LossBad: 0.5}
+	want := ge.MeanLoss()
+	if math.Abs(want-(0.01/0.11*0.5+0.1/0.11*0.001)) > 1e-15 {
+		t.Fatalf("MeanLoss = %v", want)
+	}
+	path, c := testPath(Direction{GE: &ge}, 7)
+	const n = 1_000_000
+	var lost, afterLoss, lostAfterLoss int
+	prevLost := false
+	for i := range n {
+		gone := path.arrive(time.Duration(i)*time.Microsecond, 1500).n == 0
+		if gone {
+			lost++
+		}
+		if prevLost {
+			afterLoss++
+			if gone {
+				lostAfterLoss++
+			}
+		}
+		prevLost = gone
+	}
+	if got := int(c.droppedGE.Load()); got != lost || c.droppedLoss.Load() != 0 {
+		t.Errorf("counted %d GE and %d random losses, saw %d", got, c.droppedLoss.Load(), lost)
+	}
+	// Losses come in bursts, so the count varies more than a binomial
+	// one: about 9,100 visits to the bad state in a million packets give
+	// a relative SD near 1.5%; 5% is over three of them.
+	got := float64(lost) / n
+	if math.Abs(got-want)/want > 0.05 {
+		t.Errorf("GE loss %.5f over %d packets, want %.5f ± 5%%", got, n, want)
+	}
+	// Bursty: right after a loss, a loss is far likelier than on average
+	// (in the bad state it is LossBad·(1−R) + …, about 0.45).
+	if cond := float64(lostAfterLoss) / float64(afterLoss); cond < 5*want {
+		t.Errorf("P(loss | loss before) = %.3f, mean %.3f: losses are not bursty", cond, want)
+	}
+	t.Logf("GE: mean loss %.5f (model %.5f), P(loss | loss) %.3f", got, want, float64(lostAfterLoss)/float64(afterLoss))
+}
+
+func TestBothLosses(t *testing.T) {
+	// Random loss is counted first; the chain steps for every packet.
+	ge := GilbertElliott{P: 0.5, R: 0.5, LossBad: 1}
+	path, c := testPath(Direction{Loss: 0.1, GE: &ge}, 3)
+	const n = 100_000
+	for i := range n {
+		path.arrive(time.Duration(i), 100)
+	}
+	want := 0.1 + 0.9*ge.MeanLoss()
+	got := float64(c.droppedLoss.Load()+c.droppedGE.Load()) / n
+	if math.Abs(got-want) > 0.01 {
+		t.Errorf("combined loss %.4f, want %.4f", got, want)
+	}
+	if ok, lo, hi := binomialOK(int(c.droppedLoss.Load()), n, 0.1); !ok {
+		t.Errorf("random loss %d of %d, want within [%.4f, %.4f]", c.droppedLoss.Load(), n, lo, hi)
+	}
+}
+
+func TestDelayAndJitter(t *testing.T) {
+	const delay, jitter = 10 * time.Millisecond, 2 * time.Millisecond
+	// Sparse packets (one a second) never wait for each other: their
+	// delays are the distribution itself.
+	path, _ := testPath(Direction{Delay: delay, Jitter: jitter}, 11)
+	var sum, sumSq float64
+	const n = 20_000
+	for i := range n {
+		now := time.Duration(i) * time.Second
+		f := path.arrive(now, 100)
+		d := f.leave[0] - now
+		if f.n != 1 || d < delay-3*jitter || d > delay+3*jitter {
+			t.Fatalf("packet %d: fate %+v, delay %v outside Delay ± 3 SD", i, f, d)
+		}
+		x := float64(d - delay)
+		sum += x
+		sumSq += x * x
+	}
+	mean := time.Duration(sum / n)
+	sd := time.Duration(math.Sqrt(sumSq/n - (sum/n)*(sum/n)))
+	// The normal truncated at ±3 SD has an SD of 0.9866 SD.
+	if mean.Abs() > 100*time.Microsecond || math.Abs(float64(sd)/float64(jitter)-0.9866) > 0.03 {
+		t.Errorf("jitter: mean offset %v, SD %v; want about 0 and %v", mean, sd, time.Duration(0.9866*float64(jitter)))
+	}
+
+	// Without jitter the delay is exact.
+	path, _ = testPath(Direction{Delay: delay}, 1)
+	if f := path.arrive(5*time.Millisecond, 1500); f.n != 1 || f.leave[0] != 15*time.Millisecond || f.ahead[0] {
+		t.Errorf("fixed delay: %+v", f)
+	}
+
+	// Jitter larger than the delay: never negative.
+	path, _ = testPath(Direction{Delay: time.Millisecond, Jitter: 5 * time.Millisecond}, 5)
+	for i := range 10_000 {
+		now := time.Duration(i) * time.Second
+		if f := path.arrive(now, 100); f.leave[0] < now {
+			t.Fatalf("packet left %v before it arrived", now-f.leave[0])
+		}
+	}
+}
+
+func TestJitterKeepsOrder(t *testing.T) {
+	// Dense packets (10 µs apart) with jitter of 1 ms: each would often
+	// overtake the one ahead, but without Reorder none does.
+	path, c := testPath(Direction{Delay: 5 * time.Millisecond, Jitter: time.Millisecond}, 9)
+	var prev time.Duration
+	held := 0
+	for i := range 100_000 {
+		now := time.Duration(i) * 10 * time.Microsecond
+		f := path.arrive(now, 100)
+		if f.n != 1 || f.ahead[0] {
+			t.Fatalf("packet %d: %+v", i, f)
+		}
+		if f.leave[0] < prev {
+			t.Fatalf("packet %d leaves at %v, before the one ahead (%v)", i, f.leave[0], prev)
+		}
+		if f.leave[0] == prev {
+			held++
+		}
+		prev = f.leave[0]
+	}
+	if c.reordered.Load() != 0 {
+		t.Errorf("%d reordered with Reorder 0", c.reordered.Load())
+	}
+	if held == 0 {
+		t.Error("no packet was held behind the one ahead: the test does not exercise ordering")
+	}
+}
+
+func TestReorder(t *testing.T) {
+	const p = 0.1
+	path, c := testPath(Direction{Delay: 10 * time.Millisecond, Reorder: p}, 13)
+	type out struct {
+		seq   int
+		leave time.Duration
+		ahead bool
+	}
+	var outs []out
+	const n = 50_000
+	for i := range n {
+		now := time.Duration(i) * 100 * time.Microsecond
+		f := path.arrive(now, 1500)
+		if f.n != 1 {
+			t.Fatalf("fate %+v", f)
+		}
+		if f.leave[0] < now {
+			t.Fatalf("packet %d leaves before it arrives", i)
+		}
+		outs = append(outs, out{i, f.leave[0], f.ahead[0]})
+	}
+	// Put them in the order the writer sends them, then count the
+	// packets that arrive before one sent earlier.
+	slices.SortStableFunc(outs, func(a, b out) int {
+		switch {
+		case a.leave != b.leave:
+			return int(a.leave - b.leave)
+		case a.ahead != b.ahead:
+			if a.ahead {
+				return -1
+			}
+			return 1
+		}
+		return a.seq - b.seq
+	})
+	// A packet overtook if one sent earlier arrives after it.
+	overtook := 0
+	minAfter := math.MaxInt
+	for i := len(outs) - 1; i >= 0; i-- {
+		if minAfter < outs[i].seq {
+			overtook++
+		}
+		minAfter = min(minAfter, outs[i].seq)
+	}
+	if got := int(c.reordered.Load()); got != overtook {
+		t.Errorf("counted %d reordered, %d overtakes in the output", got, overtook)
+	}
+	// Every draw finds a packet ahead in the line (10 ms of delay, one
+	// packet per 100 µs), so the count is binomial.
+	if ok, lo, hi := binomialOK(overtook, n, p); !ok {
+		t.Errorf("%d of %d reordered, want within [%.4f, %.4f]", overtook, n, lo, hi)
+	}
+	// A reordered packet leaves with the last in-order packet ahead of
+	// it: its delay shrinks by the gap to that one, 100 µs per packet
+	// between them, and no more.
+	for _, o := range outs {
+		d := o.leave - time.Duration(o.seq)*100*time.Microsecond
+		if o.ahead && (d >= 10*time.Millisecond || d < 9*time.Millisecond) {
+			t.Fatalf("reordered packet %d left after %v", o.seq, d)
+		}
+	}
+
+	// An idle line has nothing to overtake.
+	path, c = testPath(Direction{Delay: 10 * time.Millisecond, Reorder: 1}, 1)
+	for i := range 100 {
+		now := time.Duration(i) * time.Second
+		if f := path.arrive(now, 100); f.ahead[0] || f.leave[0] != now+10*time.Millisecond {
+			t.Fatalf("%+v", f)
+		}
+	}
+	if c.reordered.Load() != 0 {
+		t.Errorf("reordered %d packets on an idle line", c.reordered.Load())
+	}
+}
+
+func TestDuplicate(t *testing.T) {
+	const p = 0.05
+	path, c := testPath(Direction{Delay: time.Millisecond, Duplicate: p}, 17)
+	const n = 100_000
+	copies := 0
+	for i := range n {
+		now := time.Duration(i) * time.Millisecond
+		f := path.arrive(now, 1500)
+		copies += f.n
+		if f.n == 2 && (f.leave[0] != f.leave[1] || f.leave[0] != now+time.Millisecond) {
+			t.Fatalf("duplicate leaves at %v, original at %v", f.leave[1], f.leave[0])
+		}
+	}
+	dup := int(c.duplicated.Load())
+	if copies != n+dup {
+		t.Errorf("%d copies out of %d packets with %d duplicated", copies, n, dup)
+	}
+	if ok, lo, hi := binomialOK(dup, n, p); !ok {
+		t.Errorf("%d of %d duplicated, want within [%.4f, %.4f]", dup, n, lo, hi)
+	}
+}
+
+func TestSerialization(t *testing.T) {
+	// 100 Mbit/s: 1500 bytes take 120 µs. Five packets at once leave one
+	// serialization apart, then the propagation delay.
+	path, _ := testPath(Direction{Rate: 100 * model.MbitPerSecond, Delay: time.Millisecond}, 1)
+	for i := range 5 {
+		f := path.arrive(0, 1500)
+		if want := time.Duration(i+1)*120*time.Microsecond + time.Millisecond; f.n != 1 || f.leave[0] != want {
+			t.Errorf("packet %d leaves at %v, want %v", i, f.leave[0], want)
+		}
+	}
+	// An idle bottleneck starts at once: 40 bytes take 3.2 µs.
+	if f := path.arrive(time.Second, 40); f.leave[0] != time.Second+3200*time.Nanosecond+time.Millisecond {
+		t.Errorf("after idle: leaves at %v", f.leave[0])
+	}
+
+	// Offered at twice the rate for a second, with room to queue it all,
+	// the bottleneck delivers exactly its rate.
+	rate := 10 * model.MbitPerSecond
+	path, c := testPath(Direction{Rate: rate, Queue: Queue{Packets: 1 << 20}}, 1)
+	const size = 1000
+	gap := time.Duration(float64(size*8) / float64(2*rate) * float64(time.Second))
+	var first, last time.Duration
+	const n = 2500
+	for i := range n {
+		f := path.arrive(time.Duration(i)*gap, size)
+		if i == 0 {
+			first = f.leave[0] - time.Duration(float64(size*8)/float64(rate)*float64(time.Second))
+		}
+		last = f.leave[0]
+	}
+	got := model.RateOf(n*size, (last - first).Seconds())
+	if math.Abs(float64(got/rate)-1) > 1e-6 || c.droppedQueue.Load() != 0 {
+		t.Errorf("delivered %v through a %v bottleneck (%d dropped)", got, rate, c.droppedQueue.Load())
+	}
+}
+
+func TestQueueLimits(t *testing.T) {
+	rate := 100 * model.MbitPerSecond // 1500 bytes: 120 µs
+	for _, tc := range []struct {
+		name  string
+		queue Queue
+		kept  int // of 10 packets of 1500 bytes arriving at once
+	}{
+		// One in service, three waiting.
+		{"packets", Queue{Packets: 3}, 4},
+		// Waiting bytes, the arriving packet included, up to 4500.
+		{"bytes", Queue{Bytes: 4500}, 4},
+		{"bytes not a multiple", Queue{Bytes: 5999}, 4},
+		// Packet k waits k×120 µs: 0, 120, 240 ≤ 250 µs.
+		{"time", Queue{Time: 250 * time.Microsecond}, 3},
+		// The first non-zero limit wins.
+		{"packets first", Queue{Packets: 1, Bytes: 1 << 20, Time: time.Hour}, 2},
+		{"bytes before time", Queue{Bytes: 1500, Time: time.Hour}, 2},
+		// Default: 100 ms of 12.5 MB/s is 1.25 MB, far more than 10 packets.
+		{"default", Queue{}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, c := testPath(Direction{Rate: rate, Queue: tc.queue}, 1)
+			kept := 0
+			for range 10 {
+				kept += path.arrive(0, 1500).n
+			}
+			if kept != tc.kept || int(c.droppedQueue.Load()) != 10-tc.kept {
+				t.Errorf("kept %d, dropped %d; want %d kept", kept, c.droppedQueue.Load(), tc.kept)
+			}
+		})
+	}
+
+	// The queue drains: 480 µs later the four kept have left and four
+	// more fit.
+	path, c := testPath(Direction{Rate: rate, Queue: Queue{Packets: 3}}, 1)
+	for range 10 {
+		path.arrive(0, 1500)
+	}
+	kept := 0
+	for range 10 {
+		kept += path.arrive(480*time.Microsecond, 1500).n
+	}
+	if kept != 4 || c.droppedQueue.Load() != 12 {
+		t.Errorf("after draining: kept %d, dropped %d in all; want 4 and 12", kept, c.droppedQueue.Load())
+	}
+	// Partly drained: at 60 µs into the second packet's service, two wait.
+	path, _ = testPath(Direction{Rate: rate, Queue: Queue{Packets: 3}}, 1)
+	for range 4 {
+		path.arrive(0, 1500)
+	}
+	if f := path.arrive(180*time.Microsecond, 1500); f.n != 1 {
+		t.Error("a packet was refused with two waiting of three")
+	}
+	if f := path.arrive(180*time.Microsecond, 1500); f.n != 0 {
+		t.Error("a packet was taken with three waiting of three")
+	}
+}
+
+func TestDefaultQueue(t *testing.T) {
+	for _, tc := range []struct {
+		rate model.Bitrate
+		want model.Bytes
+	}{
+		{100 * model.MbitPerSecond, 1_250_000},
+		{1 * model.GbitPerSecond, 12_500_000},
+		{1 * model.MbitPerSecond, 15_000}, // 12.5 kB is under 10 packets
+		{64 * model.KbitPerSecond, 15_000},
+	} {
+		if got := DefaultQueue(tc.rate); got != (Queue{Bytes: tc.want}) {
+			t.Errorf("DefaultQueue(%v) = %+v, want %d bytes", tc.rate, got, tc.want)
+		}
+	}
+	if (Direction{Queue: Queue{Packets: 5}}).limit() != (Queue{}) {
+		t.Error("a queue without a rate should not apply")
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	ge := GilbertElliott{P: 0.05, R: 0.3, LossBad: 0.3}
+	d := Direction{Delay: 3 * time.Millisecond, Jitter: time.Millisecond, Rate: 50 * model.MbitPerSecond,
+		Loss: 0.01, GE: &ge, Reorder: 0.02, Duplicate: 0.01, Queue: Queue{Packets: 20}}
+	run := func(seed uint64) []fate {
+		path, _ := testPath(d, seed)
+		var fs []fate
+		for i := range 10_000 {
+			fs = append(fs, path.arrive(time.Duration(i)*50*time.Microsecond, 200+i%1300))
+		}
+		return fs
+	}
+	a, b, other := run(99), run(99), run(100)
+	if !slices.Equal(a, b) {
+		t.Error("the same seed gave different fates")
+	}
+	if slices.Equal(a, other) {
+		t.Error("different seeds gave the same fates")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := []Direction{
+		{},
+		{Delay: time.Second, Jitter: time.Millisecond, Rate: model.KbitPerSecond, Loss: 1, Reorder: 1, Duplicate: 1, MTU: 68},
+		{MTU: 65535, BlackHole: true, GE: &GilbertElliott{P: 1, R: 1, LossGood: 1, LossBad: 1}},
+	}
+	for _, d := range good {
+		if err := (Config{AtoB: d, BtoA: d}).Validate(); err != nil {
+			t.Errorf("%+v: %v", d, err)
+		}
+	}
+	bad := []Direction{
+		{Delay: -1},
+		{Jitter: -1},
+		{Rate: -1},
+		{Rate: model.Bitrate(math.Inf(1))},
+		{Rate: model.Bitrate(math.NaN())},
+		{Rate: 999},
+		{Loss: 1.1},
+		{Loss: math.NaN()},
+		{Reorder: -0.1},
+		{Duplicate: 2},
+		{GE: &GilbertElliott{P: -1}},
+		{GE: &GilbertElliott{LossBad: 1.5}},
+		{MTU: 67},
+		{MTU: 65536},
+		{BlackHole: true},
+		{Queue: Queue{Packets: -1}},
+		{Queue: Queue{Time: -1}},
+	}
+	for _, d := range bad {
+		if err := (Config{BtoA: d}).Validate(); err == nil {
+			t.Errorf("%+v: accepted", d)
+		}
+	}
+}

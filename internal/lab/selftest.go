@@ -1,0 +1,194 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+// Accuracy is one accuracy check of the emulator on this machine.
+type Accuracy struct {
+	Name     string `json:"name"`
+	Set      string `json:"set"`
+	Measured string `json:"measured"`
+	Bound    string `json:"bound"`
+	OK       bool   `json:"ok"`
+}
+
+// Accuracy goals of the emulator (issue 4): RTT within 0.3 ms + 1% of the
+// set value, the delivered rate within 2% of the bottleneck, and loss
+// within its binomial confidence interval.
+const (
+	rttSlack  = 300 * time.Microsecond
+	rttShare  = 0.01
+	rateShare = 0.02
+	// z99 bounds the loss check: 99% two-sided normal quantile.
+	z99 = 2.576
+)
+
+// SelfTest checks the emulator's accuracy here: round-trip time, rate and
+// loss, each on its own emulated pair. It needs root.
+func SelfTest(ctx context.Context, version string) ([]Accuracy, error) {
+	var checks []Accuracy
+	for _, f := range []func(context.Context, string) (Accuracy, error){checkRTT, checkRate, checkLoss} {
+		c, err := f(ctx, version)
+		if err != nil {
+			return checks, err
+		}
+		checks = append(checks, c)
+	}
+	return checks, nil
+}
+
+func emulatedPair(ctx context.Context, d emulator.Direction) (*Pair, error) {
+	back := d
+	back.Loss, back.Rate = 0, 0
+	return NewPair(ctx, PairConfig{Emulated: &emulator.Config{AtoB: d, BtoA: back}})
+}
+
+// checkRTT times TCP handshakes from A to B across 2 × 10 ms: connect
+// returns after one round trip. The median of 30 guards against a
+// scheduling hiccup.
+func checkRTT(ctx context.Context, _ string) (Accuracy, error) {
+	const oneWay = 10 * time.Millisecond
+	p, err := emulatedPair(ctx, emulator.Direction{Delay: oneWay})
+	if err != nil {
+		return Accuracy{}, err
+	}
+	defer p.Close()
+	ln, err := p.B.Listen(ctx, "tcp", net.JoinHostPort(p.B.Addr.String(), "0"))
+	if err != nil {
+		return Accuracy{}, err
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	var rtts []time.Duration
+	for range 30 {
+		start := time.Now()
+		c, err := p.A.Dial(ctx, "tcp", ln.Addr().String())
+		if err != nil {
+			return Accuracy{}, fmt.Errorf("rtt check: %w", err)
+		}
+		rtts = append(rtts, time.Since(start))
+		c.Close()
+	}
+	slices.Sort(rtts)
+	med := rtts[len(rtts)/2]
+	want := 2 * oneWay
+	bound := rttSlack + time.Duration(rttShare*float64(want))
+	return Accuracy{
+		Name: "round-trip time", Set: want.String(), Measured: med.Round(time.Microsecond).String(),
+		Bound: "± " + bound.String(), OK: (med - want).Abs() <= bound,
+	}, nil
+}
+
+// checkRate runs a tcpscope test across a 100 Mbit/s bottleneck and
+// compares the emulator's forwarded IP bytes over the steady middle of
+// the test with the set rate.
+func checkRate(ctx context.Context, version string) (Accuracy, error) {
+	const rate = 100 * model.MbitPerSecond
+	p, err := emulatedPair(ctx, emulator.Direction{Delay: 5 * time.Millisecond, Rate: rate})
+	if err != nil {
+		return Accuracy{}, err
+	}
+	defer p.Close()
+	got, err := steadyRate(ctx, p, version, emulator.AtoB)
+	if err != nil {
+		return Accuracy{}, fmt.Errorf("rate check: %w", err)
+	}
+	return Accuracy{
+		Name: "bottleneck rate (IP bytes delivered)", Set: rate.String(), Measured: got.String(),
+		Bound: fmt.Sprintf("± %.0f%%", 100*rateShare), OK: math.Abs(float64(got)/float64(rate)-1) <= rateShare,
+	}, nil
+}
+
+// steadyRate measures what the emulator forwards in direction d between
+// 1 s and 3 s into a 4 s test.
+func steadyRate(ctx context.Context, p *Pair, version string, d emulator.Dir) (model.Bitrate, error) {
+	addr, stop, err := serve(ctx, p, version)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- p.A.Do(func() error {
+			_, err := (&perf.Client{Version: version}).Run(ctx, addr, model.TestConfig{Duration: 4 * time.Second})
+			return err
+		})
+	}()
+	time.Sleep(time.Second)
+	c0, t0 := p.Emulator().Counters(d), time.Now()
+	time.Sleep(2 * time.Second)
+	c1, t1 := p.Emulator().Counters(d), time.Now()
+	if err := <-done; err != nil {
+		return 0, err
+	}
+	return model.RateOf(model.Bytes(c1.ForwardedBytes-c0.ForwardedBytes), t1.Sub(t0).Seconds()), nil
+}
+
+// checkLoss pushes a test through 1% random loss and compares the share
+// of packets dropped with its 99% binomial interval.
+func checkLoss(ctx context.Context, version string) (Accuracy, error) {
+	const loss = 0.01
+	p, err := emulatedPair(ctx, emulator.Direction{Delay: time.Millisecond, Loss: loss})
+	if err != nil {
+		return Accuracy{}, err
+	}
+	defer p.Close()
+	addr, stop, err := serve(ctx, p, version)
+	if err != nil {
+		return Accuracy{}, err
+	}
+	defer stop()
+	err = p.A.Do(func() error {
+		_, err := (&perf.Client{Version: version}).Run(ctx, addr, model.TestConfig{Duration: 3 * time.Second})
+		return err
+	})
+	if err != nil {
+		return Accuracy{}, fmt.Errorf("loss check: %w", err)
+	}
+	c := p.Emulator().Counters(emulator.AtoB)
+	if c.Received == 0 {
+		return Accuracy{}, errors.New("loss check: no packets crossed the emulator")
+	}
+	n := float64(c.Received)
+	got := float64(c.DroppedLoss) / n
+	half := z99 * math.Sqrt(loss*(1-loss)/n)
+	return Accuracy{
+		Name: "random loss", Set: fmt.Sprintf("%.2f%%", 100*loss),
+		Measured: fmt.Sprintf("%.3f%% of %d packets", 100*got, c.Received),
+		Bound:    fmt.Sprintf("± %.3f%% (99%%)", 100*half), OK: math.Abs(got-loss) <= half,
+	}, nil
+}
+
+// serve starts a tcpscope server in host B.
+func serve(ctx context.Context, p *Pair, version string) (string, func(), error) {
+	ln, err := p.B.Listen(ctx, "tcp", net.JoinHostPort(p.B.Addr.String(), "0"))
+	if err != nil {
+		return "", nil, fmt.Errorf("listen in host B: %w", err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&perf.Server{Version: version}).Serve(sctx, ln)
+	}()
+	return ln.Addr().String(), func() { cancel(); <-done }, nil
+}
