@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tcpscope/tcpscope/internal/lab/profile"
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -34,8 +35,8 @@ func mss(p *profile.Path) model.Bytes { return model.Bytes(mtuOf(p) - headers) }
 
 // windowSweep: goodput against the socket buffer (-w on both ends) at the
 // path's RTT. The model is the window the receiver actually advertised
-// (the largest seen, since Linux turns a buffer into a window by its own
-// ratio) over the RTT, capped by the path.
+// (Linux turns a buffer into a window by its own ratio; the mean of the
+// sender's samples after slow start) over the RTT, capped by the path.
 func windowSweep(ctx context.Context, x *exp) (*Result, error) {
 	sizes := pick(x, []model.Bytes{16 * model.KiB, 32 * model.KiB, 64 * model.KiB, 128 * model.KiB, 256 * model.KiB,
 		512 * model.KiB, model.MiB, 2 * model.MiB, 4 * model.MiB},
@@ -46,14 +47,18 @@ func windowSweep(ctx context.Context, x *exp) (*Result, error) {
 		for _, w := range sizes {
 			cfg := x.config(x.host)
 			cfg.Window = w
-			var peak model.Bytes
-			tbx := windowRecorder{Testbed: tb, peak: &peak, warn: &notes}
-			p, err := x.measure(ctx, tbx, w.Binary(), cfg, x.repeat(1))
+			rec := &windowRecorder{Testbed: tb}
+			p, err := x.measure(ctx, rec, w.Binary(), cfg, x.repeat(1))
 			if err != nil {
 				return err
 			}
+			notes = append(notes, rec.warnings...)
 			p.X = float64(w) / float64(model.KiB)
-			p.Model = math.Min(float64(tcpmath.WindowRate(peak, x.path.RTT)), capacity(&x.path))
+			rtt := x.path.RTT
+			if rec.minRTT > 0 {
+				rtt = rec.minRTT
+			}
+			p.Model = math.Min(float64(tcpmath.WindowRate(rec.mean(), rtt)), capacity(&x.path))
 			res.Points = append(res.Points, p)
 		}
 		return nil
@@ -63,31 +68,52 @@ func windowSweep(ctx context.Context, x *exp) (*Result, error) {
 	}
 	title := fmt.Sprintf("goodput against socket buffer, %s (%v, %v RTT, BDP %s)", x.Path, x.path.Rate, x.path.RTT, x.path.BDP().Decimal())
 	res.Table = pointsTable(title, "buffer (-w)", res.Points, true)
-	res.Table.Notes = append([]string{"model: the receiver's advertised window / RTT, at most the path's payload rate"}, dedupe(notes)...)
+	res.Table.Notes = append([]string{"model: the window the receiver advertised / the flows' minimum RTT, at most the path's payload rate"}, dedupe(notes)...)
 	res.Chart = chartOf(title, "socket buffer (KiB, log)", true, res.Points, "window / RTT")
 	return res, nil
 }
 
-// windowRecorder remembers the largest window the receiver advertised and
-// the runs' warnings (a clamped buffer).
+// windowRecorder collects the windows the receiver advertised after slow
+// start (the sender's snd_wnd at each measured interval) and the runs'
+// warnings (a clamped buffer).
 type windowRecorder struct {
 	Testbed
-	peak *model.Bytes
-	warn *[]string
+	sum      float64
+	n        int
+	minRTT   time.Duration // the least the flows saw: propagation plus the lab's own latency
+	warnings []string
 }
 
-func (w windowRecorder) Test(ctx context.Context, cfg model.TestConfig) (*model.Run, error) {
+func (w *windowRecorder) Test(ctx context.Context, cfg model.TestConfig) (*model.Run, error) {
 	run, err := w.Testbed.Test(ctx, cfg)
 	if err != nil {
 		return run, err
 	}
-	for _, t := range run.Client.Totals {
-		if v, ok := t.MaxSndWnd.Get(); ok && v > *w.peak {
-			*w.peak = v
+	for _, iv := range run.Client.Intervals {
+		if iv.Omitted {
+			continue
+		}
+		for _, s := range iv.Streams {
+			if v, ok := s.TCP.SndWnd.Get(); ok && s.Role == model.Sender {
+				w.sum += float64(v)
+				w.n++
+			}
 		}
 	}
-	*w.warn = append(*w.warn, run.Warnings...)
+	for _, d := range run.Summary {
+		if m, ok := d.MinRTT.Get(); ok && (w.minRTT == 0 || m < w.minRTT) {
+			w.minRTT = m
+		}
+	}
+	w.warnings = append(w.warnings, run.Warnings...)
 	return run, nil
+}
+
+func (w *windowRecorder) mean() model.Bytes {
+	if w.n == 0 {
+		return 0
+	}
+	return model.Bytes(w.sum / float64(w.n))
 }
 
 // lossSweep: goodput against random loss, beside the Mathis bound.
