@@ -12,11 +12,18 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first Ctrl-C ends a test cleanly; restoring the default then
-	// lets a second one kill a process that is slow to finish.
-	go func() { <-ctx.Done(); stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal ends the work cleanly: tests stop and report,
+		// the lab is taken down. A second one means now.
+		<-sigs
+		cancel()
+		<-sigs
+		os.Exit(cli.ExitInterrupted)
+	}()
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	cancel()
 	os.Exit(code)
 }

@@ -189,8 +189,9 @@ func (x *exp) measure(ctx context.Context, tb Testbed, label string, cfg model.T
 		if err != nil {
 			return p, fmt.Errorf("%s, run %d: %w", label, i+1, err)
 		}
-		if len(run.Summary) == 0 {
-			return p, fmt.Errorf("%s, run %d: no summary", label, i+1)
+		if run.Ended != "complete" || len(run.Summary) == 0 {
+			// An interrupted or cut-short run is not a measurement.
+			return p, fmt.Errorf("%s, run %d: the test ended early (%s)", label, i+1, run.Ended)
 		}
 		d := run.Summary[0]
 		p.Runs = append(p.Runs, float64(d.Goodput))
