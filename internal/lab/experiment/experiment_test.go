@@ -19,7 +19,7 @@ import (
 // deterministic wobble. The namespace tests run the real lab.
 type formula struct {
 	path   profile.Path
-	host   profile.Host
+	recv   profile.Host
 	n      int
 	closed *int
 }
@@ -27,12 +27,10 @@ type formula struct {
 func (f *formula) Test(_ context.Context, cfg model.TestConfig) (*model.Run, error) {
 	f.n++
 	rate := capacity(&f.path)
-	wnd := model.Bytes(0)
-	if cfg.Window > 0 {
-		wnd = cfg.Window * 3 / 2
+	wnd := 4 * model.MiB
+	if f.recv.Rmem[2] > 0 {
+		wnd = f.recv.Rmem[2] / 2
 		rate = math.Min(rate, float64(tcpmath.WindowRate(wnd, f.path.RTT)))
-	} else if f.host.Rmem[2] > 0 {
-		rate = math.Min(rate, float64(tcpmath.WindowRate(f.host.Rmem[2]/2, f.path.RTT)))
 	}
 	if f.path.Loss > 0 {
 		rate = math.Min(rate, float64(max(cfg.Parallel, 1))*float64(tcpmath.Mathis(mss(&f.path), f.path.RTT, f.path.Loss, 1)))
@@ -53,7 +51,7 @@ func env(t *testing.T) (Env, *int) {
 	}
 	closed := new(int)
 	build := func(_ context.Context, p profile.Path, a, b profile.Host) (Testbed, error) {
-		return &formula{path: p, host: a, closed: closed}, nil
+		return &formula{path: p, recv: b, closed: closed}, nil
 	}
 	return Env{Build: build, Profiles: set, Quick: true, Duration: time.Second}, closed
 }

@@ -33,43 +33,47 @@ func capacity(p *profile.Path) float64 {
 
 func mss(p *profile.Path) model.Bytes { return model.Bytes(mtuOf(p) - headers) }
 
-// windowSweep: goodput against the socket buffer (-w on both ends) at the
-// path's RTT. The model is the window the receiver actually advertised
-// (Linux turns a buffer into a window by its own ratio; the mean of the
-// sender's samples after slow start) over the RTT, capped by the path.
+// windowSweep: goodput against the receiver's buffer at the path's RTT.
+// The buffer is host B's tcp_rmem maximum, so the receive window alone
+// varies while the sender keeps its autotuned send buffer (with -w on
+// both ends the send buffer would cap the flight too). The model is the
+// window the receiver actually advertised (Linux turns a buffer into a
+// window by its own ratio; the mean of the sender's samples after slow
+// start) over the flows' minimum RTT, capped by the path.
 func windowSweep(ctx context.Context, x *exp) (*Result, error) {
 	sizes := pick(x, []model.Bytes{16 * model.KiB, 32 * model.KiB, 64 * model.KiB, 128 * model.KiB, 256 * model.KiB,
-		512 * model.KiB, model.MiB, 2 * model.MiB, 4 * model.MiB},
+		512 * model.KiB, model.MiB, 2 * model.MiB, 4 * model.MiB, 8 * model.MiB},
 		[]model.Bytes{32 * model.KiB, 128 * model.KiB, 512 * model.KiB})
 	res := &Result{}
 	var notes []string
-	err := x.withTestbed(ctx, x.path, x.host, x.host, func(tb Testbed) error {
-		for _, w := range sizes {
-			cfg := x.config(x.host)
-			cfg.Window = w
+	for _, w := range sizes {
+		recv := x.host
+		recv.BuffersBDP = 0
+		recv.Rmem = [3]model.Bytes{4096, min(128*model.KiB, w), w}
+		err := x.withTestbed(ctx, x.path, x.host, recv, func(tb Testbed) error {
 			rec := &windowRecorder{Testbed: tb}
-			p, err := x.measure(ctx, rec, w.Binary(), cfg, x.repeat(1))
+			p, err := x.measure(ctx, rec, w.Binary(), x.config(x.host), x.repeat(1))
 			if err != nil {
 				return err
 			}
 			notes = append(notes, rec.warnings...)
-			p.X = float64(w) / float64(model.KiB)
 			rtt := x.path.RTT
 			if rec.minRTT > 0 {
 				rtt = rec.minRTT
 			}
+			p.X = float64(w) / float64(model.KiB)
 			p.Model = math.Min(float64(tcpmath.WindowRate(rec.mean(), rtt)), capacity(&x.path))
 			res.Points = append(res.Points, p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	title := fmt.Sprintf("goodput against socket buffer, %s (%v, %v RTT, BDP %s)", x.Path, x.path.Rate, x.path.RTT, x.path.BDP().Decimal())
-	res.Table = pointsTable(title, "buffer (-w)", res.Points, true)
-	res.Table.Notes = append([]string{"model: the window the receiver advertised / the flows' minimum RTT, at most the path's payload rate"}, dedupe(notes)...)
-	res.Chart = chartOf(title, "socket buffer (KiB, log)", true, res.Points, "window / RTT")
+	title := fmt.Sprintf("goodput against receive buffer, %s (%v, %v RTT, BDP %s)", x.Path, x.path.Rate, x.path.RTT, x.path.BDP().Decimal())
+	res.Table = pointsTable(title, "rcv buffer", res.Points, true)
+	res.Table.Notes = append([]string{"buffer: the receiver's tcp_rmem maximum; model: the window it advertised / the flows' minimum RTT, at most the path's payload rate"}, dedupe(notes)...)
+	res.Chart = chartOf(title, "receive buffer (KiB, log)", true, res.Points, "window / RTT")
 	return res, nil
 }
 
