@@ -63,6 +63,7 @@ fuzz:
 
 bench: build setup
 	bash bench/run.sh
+	@if [ "$$(id -u)" = 0 ]; then bash bench/lab.sh; else echo "bench: the lab benchmarks need root"; fi
 
 clean:
 	rm -rf bin

@@ -27,6 +27,9 @@ func mtuOf(p *profile.Path) int {
 // capacity is the payload rate a path's bottleneck can carry: its rate
 // counts whole IP packets, of which MSS/MTU is payload.
 func capacity(p *profile.Path) float64 {
+	if p.Rate == 0 {
+		return math.Inf(1) // no bottleneck
+	}
 	mtu := float64(mtuOf(p))
 	return float64(p.Rate) * (mtu - headers) / mtu
 }

@@ -22,8 +22,8 @@ var builtin []byte
 type Path struct {
 	Name        string
 	Description string
-	Rate        model.Bitrate // A→B bottleneck
-	RateBack    model.Bitrate // B→A bottleneck (defaults to Rate)
+	Rate        model.Bitrate // A→B bottleneck; 0: none
+	RateBack    model.Bitrate // B→A bottleneck (defaults to Rate); 0: none
 	RTT         time.Duration
 	Loss        float64       // random loss, each direction
 	Queue       time.Duration // bottleneck queue at its rate (0: the emulator's default)
@@ -197,8 +197,8 @@ func (pf pathFile) path(name string) (Path, error) {
 		}
 	}
 	switch {
-	case p.Rate <= 0 || p.RateBack <= 0:
-		return p, errors.New("rates must be positive")
+	case p.Rate < 0 || p.RateBack < 0:
+		return p, errors.New("rates must not be negative")
 	case p.RTT < 0 || p.Queue < 0:
 		return p, errors.New("rtt and queue must not be negative")
 	case p.Loss < 0 || p.Loss > 1:
