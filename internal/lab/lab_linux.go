@@ -508,11 +508,42 @@ func (p *Pair) Close() error {
 		}
 	}
 	for i := len(p.created) - 1; i >= 0; i-- {
+		killIn(ctx, p.created[i])
 		if err := delNetns(ctx, p.created[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// killIn ends the processes still running in a namespace: what a `lab
+// shell` user or a script left in the background (an iperf3 -D, say) would
+// otherwise live on, cut off, in a namespace nobody can name. SIGTERM
+// first, SIGKILL for what is left after a second.
+func killIn(ctx context.Context, name string) {
+	pids := func() []int {
+		out, err := run(ctx, "", "ip", "netns", "pids", name)
+		if err != nil {
+			return nil
+		}
+		var ps []int
+		for _, f := range strings.Fields(out) {
+			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+				ps = append(ps, pid)
+			}
+		}
+		return ps
+	}
+	left := pids()
+	for _, pid := range left {
+		_ = unix.Kill(pid, unix.SIGTERM)
+	}
+	for deadline := time.Now().Add(time.Second); len(left) > 0 && time.Now().Before(deadline); left = pids() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range left {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
 }
 
 // delNetns deletes a named namespace; one already gone counts as deleted,

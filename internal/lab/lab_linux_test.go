@@ -915,3 +915,29 @@ func TestNoLeftovers(t *testing.T) {
 		t.Errorf("namespaces left by this test binary: %v", left)
 	}
 }
+
+// Close ends processes left running in the hosts (a lab shell's
+// background jobs), rather than leaving them in namespaces nobody can name.
+func TestCloseKillsLeftovers(t *testing.T) {
+	labtest.Require(t)
+	p, err := lab.NewPair(t.Context(), lab.PairConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := p.B.Command(context.Background(), "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("a process in host B outlived the pair")
+	}
+}
