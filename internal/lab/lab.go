@@ -179,6 +179,10 @@ type HostConfig struct {
 	// CongestionControl sets net.ipv4.tcp_congestion_control, e.g.
 	// "cubic". A new namespace inherits the host's choice at creation.
 	CongestionControl string
+	// MSS, when set, is the segment size the host advertises to the other
+	// (the advmss of its route to it), as a 2001 host's small MSS: the
+	// peer then sends segments no larger. 0 leaves it to the MTU.
+	MSS int
 	// RmemMax and WmemMax are net.core.rmem_max and wmem_max, the caps on
 	// SO_RCVBUF/SO_SNDBUF (autotuning ignores them). The kernel has one
 	// value for the whole machine: NewPair succeeds only when the host's
@@ -302,6 +306,11 @@ func (c PairConfig) mtu() int {
 func (c PairConfig) validate() error {
 	if c.MTU != 0 && (c.MTU < 68 || c.MTU > 65535) {
 		return fmt.Errorf("lab: MTU %d: want 68 to 65535 (0 for the default 1500)", c.MTU)
+	}
+	for _, h := range []HostConfig{c.A, c.B} {
+		if h.MSS != 0 && (h.MSS < 88 || h.MSS > 65535) {
+			return fmt.Errorf("lab: MSS %d: want 88 to 65535 (0 for the MTU's)", h.MSS)
+		}
 	}
 	if c.Emulated != nil {
 		if c.AtoB != (Path{}) || c.BtoA != (Path{}) {

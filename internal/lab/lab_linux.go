@@ -337,11 +337,24 @@ func (p *Pair) joinByRouter(ctx context.Context) error {
 		dst netip.Prefix
 		via netip.Addr
 	}{{p.A, prefixB, routerAddr(prefixA)}, {p.B, prefixA, routerAddr(prefixB)}} {
-		if _, err := run(ctx, "", "ip", "-n", r.h.Name, "route", "add", r.dst.String(), "via", r.via.String(), "dev", r.h.Link); err != nil {
+		args := append([]string{"-n", r.h.Name, "route", "add", r.dst.String(), "via", r.via.String(), "dev", r.h.Link}, p.advmss(r.h)...)
+		if _, err := run(ctx, "", "ip", args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// advmss is the route option that makes h advertise its configured MSS.
+func (p *Pair) advmss(h *Host) []string {
+	mss := p.cfg.A.MSS
+	if h == p.B {
+		mss = p.cfg.B.MSS
+	}
+	if mss <= 0 {
+		return nil
+	}
+	return []string{"advmss", strconv.Itoa(mss)}
 }
 
 // TUN device names of an emulated pair, inside A and inside B.
@@ -386,7 +399,7 @@ func (p *Pair) joinByTUN(ctx context.Context) error {
 			{"-n", r.h.Name, "link", "set", "lo", "up"},
 			{"-n", r.h.Name, "addr", "add", netip.PrefixFrom(r.h.Addr, r.h.Prefix.Bits()).String(), "dev", r.h.Link},
 			{"-n", r.h.Name, "link", "set", r.h.Link, "gso_max_segs", strconv.Itoa(tunMaxSegs), "up"},
-			{"-n", r.h.Name, "route", "add", r.dst.String(), "dev", r.h.Link},
+			append([]string{"-n", r.h.Name, "route", "add", r.dst.String(), "dev", r.h.Link}, p.advmss(r.h)...),
 		} {
 			if _, err := run(ctx, "", "ip", args...); err != nil {
 				return err

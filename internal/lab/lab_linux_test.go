@@ -941,3 +941,32 @@ func TestCloseKillsLeftovers(t *testing.T) {
 		t.Fatal("a process in host B outlived the pair")
 	}
 }
+
+// A host's MSS setting is what it advertises: the other side sends no
+// larger segments, in both directions when both hosts set it.
+func TestHostMSS(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{A: lab.HostConfig{MSS: 536}, B: lab.HostConfig{MSS: 536}})
+	ln, err := p.B.Listen(t.Context(), "tcp", net.JoinHostPort(p.B.Addr.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	c, err := p.A.Dial(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write(make([]byte, 100_000)); err != nil {
+		t.Fatal(err)
+	}
+	if mss := tcpInfo(t, c).Snd_mss; mss > 536 || mss < 400 {
+		t.Fatalf("A sends %d-byte segments, want at most B's advertised 536", mss)
+	}
+}

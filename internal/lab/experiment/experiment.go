@@ -169,15 +169,15 @@ func (x *exp) repeat(def int) int {
 }
 
 // config is a test's configuration between hosts tuned as h, before the
-// experiment varies it. A host's MSS clamp is applied by the client
-// (TCP_MAXSEG before connect clamps both directions); its congestion
-// control by the lab unless the experiment chooses one.
+// experiment varies it. The host's MSS and congestion control are the
+// lab's to apply (its routes' advmss, its sysctl) unless the experiment
+// chooses an algorithm.
 func (x *exp) config(h profile.Host) model.TestConfig {
 	cc := x.Congestion
 	if cc == "" && h.Congestion == "" {
 		cc = x.spec.DefaultCongestion
 	}
-	return model.TestConfig{Duration: x.Duration, Omit: x.Omit, Interval: time.Second, Congestion: cc, MSS: h.MSS}
+	return model.TestConfig{Duration: x.Duration, Omit: x.Omit, Interval: time.Second, Congestion: cc}
 }
 
 // measure runs cfg n times on tb and summarises the goodput.

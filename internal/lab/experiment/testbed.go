@@ -52,7 +52,7 @@ func hostConfig(h profile.Host) lab.HostConfig {
 		return lab.Off
 	}
 	c := lab.HostConfig{SACK: toggle(h.SACK), Timestamps: toggle(h.Timestamps), WindowScaling: toggle(h.WindowScaling),
-		CongestionControl: h.Congestion}
+		CongestionControl: h.Congestion, MSS: h.MSS}
 	if h.Rmem[2] > 0 {
 		c.Rmem = lab.BufferSizes{Min: h.Rmem[0], Default: h.Rmem[1], Max: h.Rmem[2]}
 	}
