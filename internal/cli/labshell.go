@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/experiment"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 func newLabShellCmd(lf *labFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -62,17 +60,11 @@ func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdo
 		return fmt.Errorf("build the lab: %w", err)
 	}
 	defer pair.Close()
-	ln, err := pair.B.Listen(ctx, "tcp", net.JoinHostPort(pair.B.Addr.String(), "5201"))
+	_, stop, err := pair.Serve(ctx, 5201, Version)
 	if err != nil {
-		return fmt.Errorf("listen on host B: %w", err)
+		return err
 	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		(&perf.Server{Version: Version}).Serve(sctx, ln)
-	}()
-	defer func() { stop(); <-served }()
+	defer stop()
 
 	fmt.Fprintf(stdout, "lab: %s (%s) between host A %s and host B %s, hosts %s\n", path.Name, path.Description, pair.A.Addr, pair.B.Addr, host.Name)
 	fmt.Fprintf(stdout, "lab: tcpscope server on B:5201. Try: tcpscope test $B -t 5    (exit the shell to take the lab down)\n")

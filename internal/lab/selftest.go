@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
@@ -141,7 +142,7 @@ func checkRate(ctx context.Context, version string) (Accuracy, error) {
 // steadyRate measures what the emulator forwards in direction d between
 // 1 s and 3 s into a 4 s test.
 func steadyRate(ctx context.Context, p *Pair, version string, d emulator.Dir) (model.Bitrate, error) {
-	addr, stop, err := serve(ctx, p, version)
+	addr, stop, err := p.Serve(ctx, 0, version)
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +173,7 @@ func checkLoss(ctx context.Context, version string) (Accuracy, error) {
 		return Accuracy{}, err
 	}
 	defer p.Close()
-	addr, stop, err := serve(ctx, p, version)
+	addr, stop, err := p.Serve(ctx, 0, version)
 	if err != nil {
 		return Accuracy{}, err
 	}
@@ -198,9 +199,10 @@ func checkLoss(ctx context.Context, version string) (Accuracy, error) {
 	}, nil
 }
 
-// serve starts a tcpscope server in host B.
-func serve(ctx context.Context, p *Pair, version string) (string, func(), error) {
-	ln, err := p.B.Listen(ctx, "tcp", net.JoinHostPort(p.B.Addr.String(), "0"))
+// Serve starts a tcpscope server in host B on port (0: any) and returns
+// its address and a function that stops it and waits for it to finish.
+func (p *Pair) Serve(ctx context.Context, port int, version string) (string, func(), error) {
+	ln, err := p.B.Listen(ctx, "tcp", net.JoinHostPort(p.B.Addr.String(), strconv.Itoa(port)))
 	if err != nil {
 		return "", nil, fmt.Errorf("listen in host B: %w", err)
 	}

@@ -2,7 +2,6 @@ package perf_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -15,16 +14,12 @@ import (
 // serveIn starts a tcpscope server inside host B of the pair.
 func serveIn(t *testing.T, p *lab.Pair) string {
 	t.Helper()
-	ln, err := p.B.Listen(t.Context(), "tcp", net.JoinHostPort(p.B.Addr.String(), "0"))
+	addr, stop, err := p.Serve(t.Context(), 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { (&perf.Server{Version: "test"}).Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return net.JoinHostPort(p.B.Addr.String(), port)
+	t.Cleanup(stop)
+	return addr
 }
 
 // runFrom runs a client inside host A: every socket the client opens is

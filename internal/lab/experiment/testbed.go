@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
@@ -66,8 +65,7 @@ type labTestbed struct {
 	pair    *lab.Pair
 	addr    string
 	version string
-	stop    context.CancelFunc
-	served  chan struct{}
+	stop    func()
 }
 
 func newLabTestbed(ctx context.Context, version string, cfg lab.PairConfig) (*labTestbed, error) {
@@ -75,17 +73,11 @@ func newLabTestbed(ctx context.Context, version string, cfg lab.PairConfig) (*la
 	if err != nil {
 		return nil, fmt.Errorf("build the lab: %w", err)
 	}
-	ln, err := pair.B.Listen(ctx, "tcp", net.JoinHostPort(pair.B.Addr.String(), "0"))
+	addr, stop, err := pair.Serve(ctx, 0, version)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("listen in host B: %w", err), pair.Close())
+		return nil, errors.Join(err, pair.Close())
 	}
-	sctx, stop := context.WithCancel(context.Background())
-	t := &labTestbed{pair: pair, addr: ln.Addr().String(), version: version, stop: stop, served: make(chan struct{})}
-	go func() {
-		defer close(t.served)
-		(&perf.Server{Version: version}).Serve(sctx, ln)
-	}()
-	return t, nil
+	return &labTestbed{pair: pair, addr: addr, version: version, stop: stop}, nil
 }
 
 // Test runs a client in host A. Every socket the client opens is created
@@ -102,6 +94,5 @@ func (t *labTestbed) Test(ctx context.Context, cfg model.TestConfig) (*model.Run
 
 func (t *labTestbed) Close() error {
 	t.stop()
-	<-t.served
 	return t.pair.Close()
 }
