@@ -232,6 +232,14 @@ func fmtMbit(r float64) string {
 	return fmt.Sprintf("%.1f", mbit(r))
 }
 
+// fmtCI prints a 95% confidence interval in Mbit/s, "-" for one run.
+func fmtCI(s stats.Summary) string {
+	if s.N < 2 {
+		return "-"
+	}
+	return fmt.Sprintf("%s–%s", fmtMbit(s.CILow), fmtMbit(s.CIHigh))
+}
+
 // pointsTable is the common table: label, n, mean, 95% CI, median, model.
 func pointsTable(title, labelCol string, pts []Point, withModel bool) *report.Table {
 	t := &report.Table{Title: title, Columns: []string{labelCol, "n", "mean Mbit/s", "95% CI", "median", "retrans"}}
@@ -240,10 +248,7 @@ func pointsTable(title, labelCol string, pts []Point, withModel bool) *report.Ta
 	}
 	for _, p := range pts {
 		s := p.Summary
-		ci := "-"
-		if s.N > 1 {
-			ci = fmt.Sprintf("%s–%s", fmtMbit(s.CILow), fmtMbit(s.CIHigh))
-		}
+		ci := fmtCI(s)
 		row := []string{p.Label, fmt.Sprint(s.N), fmtMbit(s.Mean), ci, fmtMbit(s.Median), fmt.Sprintf("%.3f%%", 100*p.LossRate)}
 		if withModel {
 			ratio := "-"

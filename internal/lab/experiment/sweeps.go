@@ -189,11 +189,7 @@ func mtuSweep(ctx context.Context, x *exp) (*Result, error) {
 		p.Model = linear
 		lin.Points = append(lin.Points, report.Point{X: m, Y: mbit(linear)})
 		sq.Points = append(sq.Points, report.Point{X: m, Y: mbit(root)})
-		ci := "-"
-		if p.Summary.N > 1 {
-			ci = fmt.Sprintf("%s–%s", fmtMbit(p.Summary.CILow), fmtMbit(p.Summary.CIHigh))
-		}
-		t.Rows = append(t.Rows, []string{p.Label, fmt.Sprint(p.Summary.N), fmtMbit(p.Summary.Mean), ci, fmtMbit(linear), fmtMbit(root)})
+		t.Rows = append(t.Rows, []string{p.Label, fmt.Sprint(p.Summary.N), fmtMbit(p.Summary.Mean), fmtCI(p.Summary), fmtMbit(linear), fmtMbit(root)})
 	}
 	t.Notes = []string{"models scaled from the measured 1500-byte point; the lab's loss is per packet, so the linear model is the one that should hold (capped by the path)"}
 	res.Table = t
@@ -239,12 +235,7 @@ func tuning(ctx context.Context, x *exp) (*Result, error) {
 	}
 	for _, p := range res.Points {
 		s := p.Summary
-		ci, sd := "-", "-"
-		if s.N > 1 {
-			ci = fmt.Sprintf("%s–%s", fmtMbit(s.CILow), fmtMbit(s.CIHigh))
-			sd = fmtMbit(s.SD)
-		}
-		t.Rows = append(t.Rows, []string{p.Label, fmt.Sprint(s.N), fmtMbit(s.Mean), sd, ci, fmtMbit(s.Median)})
+		t.Rows = append(t.Rows, []string{p.Label, fmt.Sprint(s.N), fmtMbit(s.Mean), fmtMbit(s.SD), fmtCI(s), fmtMbit(s.Median)})
 	}
 	factor := b.Summary.Mean / a.Summary.Mean
 	t.Notes = append(t.Notes, fmt.Sprintf("improvement: %.2f× (the Web100 paper: 11.8 → 41.3 Mbit/s, a factor of four)", factor))
