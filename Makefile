@@ -35,19 +35,21 @@ demo-loopback: build
 	echo && echo "\$$ tcpscope test 127.0.0.1:$(PORT) -t 2 -R -P 2 -w 256K" && \
 	$(BIN) test 127.0.0.1:$(PORT) -t 2 -R -P 2 -w 256K
 
-# Tools the tests drive for real: iperf3 (benchmark peer), nftables (lab loss),
-# ethtool. Installed only when missing, and only as root on apt systems.
+# Tools the tests drive for real: iperf3 (benchmark peer and watched
+# transfers), nftables (lab loss), ethtool, tmux (the terminal view) and
+# python3 (a plain sender to watch). Installed only when missing, and only
+# as root on apt systems.
 setup:
-	@missing=""; for t in iperf3 nft ethtool; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	@missing=""; for t in iperf3 nft ethtool tmux python3; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "setup: installing$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 nftables ethtool >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 nftables ethtool tmux python3 >/dev/null; \
 	  else echo "setup: missing$$missing (install them as root; tests needing them will skip)"; fi; \
 	fi
 
 vet:
-	@test -z "$$(gofmt -l cmd internal)" || { gofmt -l cmd internal; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l cmd internal bench)" || { gofmt -l cmd internal bench; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 
@@ -59,11 +61,15 @@ test: setup vet
 # Short fuzzing of the decoders (the CI test run replays their seed corpora).
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/perf
+	$(GO) test -run XXX -fuzz FuzzIperf3Params -fuzztime 30s ./internal/perf
+	$(GO) test -run XXX -fuzz FuzzIperf3Results -fuzztime 30s ./internal/perf
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/tcpinfo
 
 bench: build setup
 	bash bench/run.sh
-	@if [ "$$(id -u)" = 0 ]; then bash bench/lab.sh; else echo "bench: the lab benchmarks need root"; fi
+	bash bench/watch.sh
+	bash bench/iperf3.sh
+	@if [ "$$(id -u)" = 0 ]; then bash bench/lab.sh && bash bench/diagnose.sh; else echo "bench: the lab benchmarks need root"; fi
 
 clean:
 	rm -rf bin

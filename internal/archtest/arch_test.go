@@ -20,6 +20,7 @@ const module = "github.com/tcpscope/tcpscope"
 // added here, which is the point: its place in the design is a decision.
 var allowed = map[string][]string{
 	"cmd/tcpscope":            {"internal/cli"},
+	"bench/conns":             {},
 	"internal/cli":            {"*"},
 	"internal/model":          {},
 	"internal/tcpinfo":        {"internal/model"},
@@ -28,7 +29,15 @@ var allowed = map[string][]string{
 	"internal/lab":            {"internal/model", "internal/perf", "internal/report", "internal/lab/emulator"},
 	"internal/lab/emulator":   {"internal/model"},
 	"internal/lab/labtest":    {"internal/lab", "internal/model"},
-	"internal/lab/profile":    {"internal/model"},
+	"internal/diagnose":       {"internal/model", "internal/tcpmath"},
+	"internal/hostinfo":       {"internal/model"},
+	"internal/probe":          {"internal/model", "internal/tcpinfo"},
+	"internal/sockdiag":       {"internal/model", "internal/tcpinfo"},
+	"internal/watch":          {"internal/model", "internal/diagnose"},
+	"internal/scope":          {"internal/model", "internal/watch"},
+	"internal/columns":        {},
+	"internal/pace":           {},
+	"internal/lab/profile":    {"internal/model", "internal/lab/emulator"},
 	"internal/lab/experiment": {"internal/model", "internal/report", "internal/stats", "internal/tcpmath", "internal/lab", "internal/lab/emulator", "internal/lab/profile", "internal/perf"},
 	"internal/stats":          {},
 	"internal/tcpmath":        {"internal/model"},
@@ -37,7 +46,7 @@ var allowed = map[string][]string{
 
 // pure packages do no I/O and never read the clock, so a saved run
 // analyses the same anywhere.
-var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true}
+var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true}
 
 var ioImports = []string{"os", "net", "syscall", "os/exec", "net/http", "database/sql", "golang.org/x/sys/unix"}
 

@@ -85,10 +85,15 @@ func runLab(ctx context.Context, lf *labFlags, f *labRunFlags, name string, stdo
 	if err := labCheck(); err != nil {
 		return err
 	}
+	backend, err := lf.parseBackend()
+	if err != nil {
+		return err
+	}
+	progress := func(format string, args ...any) { fmt.Fprintf(stderr, "lab: "+format+"\n", args...) }
 	env := experiment.Env{
-		Build: experiment.LabBuilder(Version), Profiles: set, Path: f.path, Hosts: f.hosts,
+		Build: experiment.LabBuilder(Version, backend, progress), Profiles: set, Path: f.path, Hosts: f.hosts,
 		Repeat: f.repeat, Duration: f.duration, Omit: f.omit, Congestion: f.congestion, Quick: f.quick,
-		Progress: func(format string, args ...any) { fmt.Fprintf(stderr, "lab: "+format+"\n", args...) },
+		Progress: progress,
 	}
 	res, err := experiment.Run(ctx, name, env)
 	if err != nil {

@@ -54,8 +54,14 @@ func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdo
 	if err := labCheck(); err != nil {
 		return err
 	}
+	backend, err := lf.parseBackend()
+	if err != nil {
+		return err
+	}
 	h := host.For(&path)
-	pair, err := lab.NewPair(ctx, experiment.PairConfig(path, h, h))
+	cfg := experiment.PairConfig(path, h, h)
+	cfg.Backend = backend
+	pair, err := lab.NewPair(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("build the lab: %w", err)
 	}
@@ -66,7 +72,8 @@ func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdo
 	}
 	defer stop()
 
-	fmt.Fprintf(stdout, "lab: %s (%s) between host A %s and host B %s, hosts %s\n", path.Name, path.Description, pair.A.Addr, pair.B.Addr, host.Name)
+	fmt.Fprintf(stdout, "lab: %s (%s) between host A %s and host B %s, hosts %s, carried by %s\n",
+		path.Name, path.Description, pair.A.Addr, pair.B.Addr, host.Name, pair.Backend())
 	fmt.Fprintf(stdout, "lab: tcpscope server on B:5201. Try: tcpscope test $B -t 5    (exit the shell to take the lab down)\n")
 	shell := os.Getenv("SHELL")
 	if shell == "" {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
@@ -64,7 +66,27 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %v each, %d streams)\n",
 		Version, ln.Addr(), f.limits.MaxTests, f.limits.MaxDuration, f.limits.MaxStreams)
-	srv := &perf.Server{Limits: f.limits, Version: Version, Logger: slog.New(h)}
+	logger := slog.New(h)
+	srv := &perf.Server{Limits: f.limits, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
+	// Every test gets the server end's diagnosis in the log: for a stock
+	// iperf3 client it is the only one anybody sees.
+	srv.OnTest = func(rec perf.TestRecord) {
+		if rec.Err != nil {
+			return
+		}
+		for _, fd := range diagnose.ServerEnd(rec.Config, rec.Report) {
+			if fd.Primary {
+				logger.Info("diagnosis", "client", rec.Client, "direction", string(fd.Direction), "finding", fd.ID, "summary", fd.Summary)
+			}
+		}
+	}
+	srv.Explain = func(cfg model.TestConfig, rep model.EndReport) []string {
+		var out []string
+		for _, fd := range diagnose.ServerEnd(cfg, rep) {
+			out = append(out, fmt.Sprintf("%s: %s", fd.ID, fd.Summary))
+		}
+		return out
+	}
 	err = srv.Serve(ctx, ln)
 	fmt.Fprintln(stdout, "tcpscope server stopped")
 	return err

@@ -13,14 +13,25 @@
 // labtest package, which skips without root and tears down even when a
 // test fails.
 //
-// Why our own lab and not netem: the kernels tcpscope is developed and tested
-// on are built without sch_netem (and without fq and codel), so there is no
-// kernel delay or loss emulation to call. What they do have is tbf, nftables
-// (random drop with numgen), veth, TUN and network namespaces; this package
-// uses exactly those. Rate and random loss come from the router's tbf and
-// nftables; delay, jitter, bursty loss, reordering, duplication and a
-// bottleneck MTU come from the userspace path emulator (package
-// lab/emulator) in an emulated pair, below.
+// Why our own emulator and not only netem: the kernels tcpscope is developed
+// and tested on are built without sch_netem (and without fq and codel), so
+// there is no kernel delay emulation to call. What they do have is tbf,
+// nftables (random drop with numgen), veth, TUN and network namespaces.
+// Rate, random loss and a per-direction MTU (a route MTU in R, answered
+// with ICMP by R's own forwarding, or black-holed by an nftables rule on
+// R's output) come from the router; delay, jitter, bursty loss, reordering
+// and duplication from the userspace path emulator (package lab/emulator)
+// in an emulated pair, below.
+//
+// Where the kernel has netem, PairConfig.Backend lets it carry an emulated
+// path instead: RouterPaths maps the emulator's configuration onto the
+// router (netem for delay, duplication and Gilbert–Elliott loss, with the
+// tbf bottleneck under it), and Auto, the default, does so when netem can
+// reproduce the path as the emulator defines it: not with jitter (netem's
+// reorders), reordering (netem's skips the delay) or a fixed seed. HasNetem
+// probes in a namespace of its own. The kernels here lack netem, so its
+// namespace test skips on them; RouterPaths and the tc arguments are
+// tested everywhere.
 //
 // An emulated pair (PairConfig.Emulated) has no router: A and B each get a
 // TUN device (tun-a, tun-b), created inside the host's namespace on a

@@ -96,6 +96,11 @@ type PairConfig struct {
 	// splits them, so every impairment acts per packet. Nil (the default)
 	// builds the router.
 	Emulated *emulator.Config
+	// Backend chooses what carries Emulated: the emulator, kernel netem in
+	// a router (RouterPaths), or (Auto, the zero value) netem when the
+	// kernel has it and it can reproduce the path, the emulator
+	// otherwise. Pair.Backend reports the choice.
+	Backend Backend
 }
 
 // Path is the impairment of one direction of the path.
@@ -118,10 +123,29 @@ type Path struct {
 	// before the rate limiter; ARP and neighbour discovery are spared so
 	// that loss never stalls address resolution.
 	Loss float64
+	// MTU is the largest IP packet R forwards in this direction (a route
+	// MTU in R for the receiver's subnet); 0: the links' MTU. As a real
+	// router does, R answers a larger packet that has DF set with ICMP
+	// "fragmentation needed" carrying the MTU.
+	MTU int
+	// BlackHole makes R drop those answers instead: a path-MTU black
+	// hole. Needs MTU.
+	BlackHole bool
+
+	// Delay, Duplicate and GE need kernel netem (sch_netem) in R, which
+	// then sits in front of the tbf: the one-way delay of the direction,
+	// the probability that a packet is sent twice, and bursty
+	// (Gilbert–Elliott) loss. NewPair and SetPath fail with ErrNoNetem
+	// where the kernel lacks it.
+	Delay     time.Duration
+	Duplicate float64
+	GE        *emulator.GilbertElliott
 }
 
 // IsZero reports whether p leaves the direction unimpaired.
-func (p Path) IsZero() bool { return p.Rate == 0 && p.Loss == 0 }
+func (p Path) IsZero() bool {
+	return p.Rate == 0 && p.Loss == 0 && p.MTU == 0 && !p.needsNetem()
+}
 
 // DefaultBurst is the token bucket used for rate when Path.Burst is zero:
 // rate × 4 ms (rate/HZ at HZ=250), and at least eight full frames.
@@ -229,7 +253,11 @@ type Pair struct {
 
 	mu      sync.Mutex
 	paths   [2]Path // as applied, defaults resolved
-	shaped  [2]bool // a tbf is installed for the direction
+	backend Backend // what carries the path: UseEmulator or UseNetem; Auto for a plain router
+	shaped  [2]bool // a qdisc (tbf, or netem with tbf) is installed for the direction
+	netem   [2]bool // that qdisc is netem's
+	mtu     [2]bool // a route MTU is set for the direction
+	holed   [2]bool // an nft black-hole table is installed for the direction
 	lossy   [2]bool // an nft loss table is installed for the direction
 	closed  bool
 	created []string // namespaces to delete, in creation order
@@ -257,6 +285,11 @@ type Host struct {
 // Config returns the configuration the pair was created with; Path reports
 // the current impairment of each direction.
 func (p *Pair) Config() PairConfig { return p.cfg }
+
+// Backend reports what carries the path: UseEmulator (the emulator over
+// TUN), UseNetem (netem in the router) or, for a pair built from AtoB and
+// BtoA alone, Auto.
+func (p *Pair) Backend() Backend { return p.backend }
 
 // Emulator returns the emulator between the hosts of an emulated pair, for
 // its counters; nil when the pair has a router.
@@ -312,12 +345,20 @@ func (c PairConfig) validate() error {
 			return fmt.Errorf("lab: MSS %d: want 88 to 65535 (0 for the MTU's)", h.MSS)
 		}
 	}
+	if c.Backend < Auto || c.Backend > UseNetem {
+		return fmt.Errorf("lab: backend %v: want Auto, UseEmulator or UseNetem", c.Backend)
+	}
 	if c.Emulated != nil {
 		if c.AtoB != (Path{}) || c.BtoA != (Path{}) {
 			return errors.New("lab: an emulated path has no router: set rate and loss in the emulator's configuration, not in AtoB and BtoA")
 		}
 		if err := c.Emulated.Validate(); err != nil {
 			return fmt.Errorf("lab: %w", err)
+		}
+		if c.Backend == UseNetem {
+			if _, _, err := RouterPaths(*c.Emulated, c.MTU); err != nil {
+				return err
+			}
 		}
 	}
 	for _, d := range []Direction{AtoB, BtoA} {
@@ -355,6 +396,17 @@ func (p Path) resolve(mtu int) (Path, error) {
 		return p, fmt.Errorf("loss %v: below the resolution of 1e-9", p.Loss)
 	case p.Burst < 0 || p.Queue < 0:
 		return p, fmt.Errorf("burst %d and queue %v must not be negative", p.Burst, p.Queue)
+	case p.MTU != 0 && (p.MTU < 68 || p.MTU > 65535):
+		return p, fmt.Errorf("MTU %d: want 68 to 65535, or 0 for the links'", p.MTU)
+	case p.BlackHole && p.MTU == 0:
+		return p, errors.New("a black hole needs an MTU: it drops what exceeds it")
+	case p.Delay < 0:
+		return p, fmt.Errorf("delay %v must not be negative", p.Delay)
+	case math.IsNaN(p.Duplicate) || p.Duplicate < 0 || p.Duplicate > 1:
+		return p, fmt.Errorf("duplicate %v: want a probability from 0 to 1", p.Duplicate)
+	}
+	if err := validGE(p.GE); err != nil {
+		return p, err
 	}
 	if p.Rate == 0 {
 		// No tbf: burst and queue mean nothing.

@@ -176,13 +176,35 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
-	if cfg.AtoB.Loss > 0 || cfg.BtoA.Loss > 0 {
-		// Fail before building anything rather than halfway.
-		if _, err := toolPath("nft"); err != nil {
+	// router is what the router carries: cfg's own paths, or the
+	// emulated path's when netem carries it.
+	router := cfg
+	backend := Auto
+	if cfg.Emulated != nil {
+		if backend, err = chooseBackend(ctx, cfg); err != nil {
 			return nil, err
 		}
+		if backend == UseNetem {
+			router.AtoB, router.BtoA, _ = RouterPaths(*cfg.Emulated, cfg.MTU) // checked by chooseBackend
+			router.Emulated = nil
+		}
 	}
-	p := &Pair{cfg: cfg}
+	if router.Emulated == nil {
+		// Fail before building anything rather than halfway.
+		for _, path := range []Path{router.AtoB, router.BtoA} {
+			if path.Loss > 0 || path.BlackHole {
+				if _, err := toolPath("nft"); err != nil {
+					return nil, err
+				}
+			}
+			if path.needsNetem() {
+				if err := HasNetem(ctx); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	p := &Pair{cfg: cfg, backend: backend}
 	defer func() {
 		if err != nil {
 			if cerr := p.Close(); cerr != nil {
@@ -192,7 +214,7 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	}()
 
 	pid := os.Getpid()
-	emulated := cfg.Emulated != nil
+	emulated := router.Emulated != nil
 	var seq uint32
 	var nsA, nsB, nsR string
 	for attempt := 0; ; attempt++ {
@@ -266,13 +288,55 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 		p.mu.Unlock()
 		return p, nil
 	}
-	if err := p.SetPath(ctx, AtoB, cfg.AtoB); err != nil {
+	if err := p.SetPath(ctx, AtoB, router.AtoB); err != nil {
 		return nil, err
 	}
-	if err := p.SetPath(ctx, BtoA, cfg.BtoA); err != nil {
+	if err := p.SetPath(ctx, BtoA, router.BtoA); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// chooseBackend resolves cfg.Backend for an emulated path.
+func chooseBackend(ctx context.Context, cfg PairConfig) (Backend, error) {
+	switch cfg.Backend {
+	case UseEmulator:
+		return UseEmulator, nil
+	case UseNetem:
+		if _, _, err := RouterPaths(*cfg.Emulated, cfg.MTU); err != nil {
+			return 0, err
+		}
+		if err := HasNetem(ctx); err != nil {
+			return 0, err
+		}
+		return UseNetem, nil
+	}
+	if _, _, err := RouterPaths(*cfg.Emulated, cfg.MTU); err != nil {
+		return UseEmulator, nil
+	}
+	if HasNetem(ctx) != nil {
+		return UseEmulator, nil
+	}
+	return UseNetem, nil
+}
+
+// HasNetem reports whether the kernel has the netem qdisc, by adding one
+// in a namespace of its own (loading the module if it is one); nil means
+// it has. It needs root.
+func HasNetem(ctx context.Context) error {
+	_, _, name := nsNames(os.Getpid(), pairSeq.Add(1))
+	if _, err := run(ctx, "", "ip", "netns", "add", name); err != nil {
+		return err
+	}
+	defer delNetns(context.Background(), name)
+	_, err := run(ctx, "", "tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
+	switch {
+	case err == nil:
+		return nil
+	case stderrHas(err, "qdisc kind is unknown"), stderrHas(err, "No such file or directory"):
+		return fmt.Errorf("%w; --backend emulator (or auto) uses the userspace emulator instead", ErrNoNetem)
+	}
+	return fmt.Errorf("lab: probe for netem: %w", err)
 }
 
 // joinByRouter links A and B to R with veth pairs, addresses them and
@@ -437,20 +501,62 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		return fmt.Errorf("lab: %s: the path is emulated and has no router; its impairments are the emulator's configuration", d)
 	}
 	in, out := p.RouterLinks(d)
+	tc := func(args ...string) error {
+		_, err := run(ctx, "", "tc", append([]string{"-n", p.R.Name}, args...)...)
+		return err
+	}
 
+	netem := r.needsNetem()
+	if netem && !p.netem[d] {
+		if err := HasNetem(ctx); err != nil {
+			return err
+		}
+	}
+	// A change of root qdisc kind (tbf ↔ netem) starts from none.
+	if p.shaped[d] && (netem != p.netem[d] || (r.Rate == 0 && !netem)) {
+		if err := tc("qdisc", "del", "dev", out, "root"); err != nil {
+			return err
+		}
+		p.shaped[d], p.netem[d] = false, false
+	}
 	switch {
+	case netem:
+		if err := tc(r.netemArgs(out)...); err != nil {
+			return err
+		}
+		p.shaped[d], p.netem[d] = true, true
+		if r.Rate > 0 {
+			// The bottleneck hangs under netem, replacing the old one.
+			args := r.tbfArgs(out)
+			args = append(append(args[:4:4], "parent", "1:1", "handle", "10:"), args[5:]...)
+			if err := tc(args...); err != nil {
+				return err
+			}
+		} else if p.paths[d].Rate > 0 {
+			_ = tc("qdisc", "del", "dev", out, "parent", "1:1") // none there is fine
+		}
 	case r.Rate > 0:
-		if _, err := run(ctx, "", "tc", append([]string{"-n", p.R.Name}, r.tbfArgs(out)...)...); err != nil {
+		if err := tc(r.tbfArgs(out)...); err != nil {
 			return err
 		}
 		p.shaped[d] = true
-	case p.shaped[d]:
-		if _, err := run(ctx, "", "tc", "-n", p.R.Name, "qdisc", "del", "dev", out, "root"); err != nil {
-			return err
-		}
-		p.shaped[d] = false
 	}
 	p.paths[d].Rate, p.paths[d].Burst, p.paths[d].Queue = r.Rate, r.Burst, r.Queue
+	p.paths[d].Delay, p.paths[d].Duplicate, p.paths[d].GE = r.Delay, r.Duplicate, r.GE
+
+	if r.MTU > 0 || p.mtu[d] {
+		if err := p.routeMTU(ctx, d, out, r.MTU); err != nil {
+			return err
+		}
+		p.mtu[d] = r.MTU > 0
+	}
+	if r.BlackHole || p.holed[d] {
+		if _, err := nft(ctx, p.R.Name, blackHoleScript(mtuTable(d), in, r.BlackHole), "-f", "-"); err != nil {
+			return err
+		}
+		p.holed[d] = r.BlackHole
+	}
+	p.paths[d].MTU, p.paths[d].BlackHole = r.MTU, r.BlackHole
 
 	if r.Loss > 0 || p.lossy[d] {
 		if _, err := nft(ctx, p.R.Name, lossScript(nftTable(d), in, r.Loss), "-f", "-"); err != nil {
@@ -460,6 +566,23 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 	}
 	p.paths[d].Loss = r.Loss
 	return nil
+}
+
+// routeMTU sets (mtu > 0) or clears R's route MTU toward direction d's
+// receiver, whose subnet lies behind out. Forwarding honours a route's MTU
+// over the link's, so only this direction is limited.
+func (p *Pair) routeMTU(ctx context.Context, d Direction, out string, mtu int) error {
+	dst := p.B.Prefix
+	if d == BtoA {
+		dst = p.A.Prefix
+	}
+	args := []string{"-n", p.R.Name, "route", "replace", dst.Masked().String(), "dev", out,
+		"proto", "kernel", "scope", "link", "src", routerAddr(dst).String()}
+	if mtu > 0 {
+		args = append(args, "mtu", strconv.Itoa(mtu))
+	}
+	_, err := run(ctx, "", "ip", args...)
+	return err
 }
 
 // Dropped returns how many packets of direction d the loss rule has

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -968,5 +969,106 @@ func TestHostMSS(t *testing.T) {
 	}
 	if mss := tcpInfo(t, c).Snd_mss; mss > 536 || mss < 400 {
 		t.Fatalf("A sends %d-byte segments, want at most B's advertised 536", mss)
+	}
+}
+
+// TestRouterMTU checks the router's per-direction MTU: R answers A's
+// oversize segments with ICMP and A's path MTU drops to it, while B→A
+// keeps the links' 1500; with BlackHole the answers never leave R and
+// full-size segments never arrive.
+func TestRouterMTU(t *testing.T) {
+	const mtu, size = 1400, 1 << 20
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{MTU: mtu}})
+	got, _, c := transferFor(t, p, size, 5*time.Second)
+	info := tcpInfo(t, c)
+	t.Logf("A→B: %d of %d bytes, sender path MTU %d, mss %d", got, size, info.Pmtu, info.Snd_mss)
+	if got != size || info.Pmtu != mtu {
+		t.Errorf("A→B across a %d-byte route MTU: %d of %d bytes, path MTU %d", mtu, got, size, info.Pmtu)
+	}
+	if route := output(t, p.R, "ip", "route", "show", p.B.Prefix.Masked().String()); !strings.Contains(route, "mtu 1400") {
+		t.Errorf("R's route toward B: %s", route)
+	}
+	if route := output(t, p.R, "ip", "route", "show", p.A.Prefix.Masked().String()); strings.Contains(route, "mtu") {
+		t.Errorf("R's route toward A has an MTU: %s", route)
+	}
+
+	// Black hole: the same MTU, R's answers dropped.
+	q := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{MTU: mtu, BlackHole: true}})
+	got, _, c = transferFor(t, q, size, 2*time.Second)
+	info = tcpInfo(t, c)
+	t.Logf("black hole: %d bytes in 2 s, sender path MTU %d, %d retransmissions", got, info.Pmtu, info.Total_retrans)
+	if got != 0 || info.Pmtu != 1500 || info.Total_retrans == 0 {
+		t.Errorf("through a black hole: %d bytes arrived, path MTU %d, %d retransmissions", got, info.Pmtu, info.Total_retrans)
+	}
+	// Removing the MTU restores the route; the black hole goes with it.
+	if err := q.SetPath(t.Context(), lab.AtoB, lab.Path{}); err != nil {
+		t.Fatal(err)
+	}
+	if route := output(t, q.R, "ip", "route", "show", q.B.Prefix.Masked().String()); strings.Contains(route, "mtu") {
+		t.Errorf("after SetPath(zero), R's route toward B: %s", route)
+	}
+	if tables := output(t, q.R, "nft", "list", "tables"); strings.Contains(tables, "mtu") {
+		t.Errorf("after SetPath(zero), R's nft tables: %s", tables)
+	}
+}
+
+// TestNetem runs where the kernel has sch_netem: a router pair whose
+// delay is netem's, chosen by Auto for a path netem can carry.
+func TestNetem(t *testing.T) {
+	labtest.Require(t)
+	if err := lab.HasNetem(t.Context()); err != nil {
+		if errors.Is(err, lab.ErrNoNetem) {
+			t.Skip("the kernel has no sch_netem: the netem backend is not tested here (the emulator carries every path)")
+		}
+		t.Fatal(err)
+	}
+	dir := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 50 * model.MbitPerSecond}
+	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: dir, BtoA: emulator.Direction{Delay: 10 * time.Millisecond}}})
+	if p.Backend() != lab.UseNetem || p.R == nil {
+		t.Fatalf("Auto chose %v for a path netem can carry", p.Backend())
+	}
+	_, out := p.RouterLinks(lab.AtoB)
+	if qd := output(t, p.R, "tc", "qdisc", "show", "dev", out); !strings.Contains(qd, "netem") || !strings.Contains(qd, "tbf") {
+		t.Errorf("R's qdiscs toward B:\n%s", qd)
+	}
+	rtts := connectTimes(t, p, 11)
+	slices.Sort(rtts)
+	if med := rtts[len(rtts)/2]; med < 20*time.Millisecond || med > 21*time.Millisecond {
+		t.Errorf("median connect time %v across netem's 2 × 10 ms", med)
+	}
+}
+
+// TestBackendChoice: Auto falls back to the emulator where netem is
+// missing or cannot carry the path; asking for netem without it fails.
+func TestBackendChoice(t *testing.T) {
+	labtest.Require(t)
+	jittery := emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond, Jitter: 100 * time.Microsecond}}
+	p := labtest.Pair(t, lab.PairConfig{Emulated: &jittery})
+	if p.Backend() != lab.UseEmulator || p.Emulator() == nil {
+		t.Errorf("a jittered path: backend %v", p.Backend())
+	}
+	if lab.HasNetem(t.Context()) == nil {
+		return
+	}
+	plain := emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond}}
+	q := labtest.Pair(t, lab.PairConfig{Emulated: &plain})
+	if q.Backend() != lab.UseEmulator {
+		t.Errorf("without netem, Auto chose %v", q.Backend())
+	}
+	ours := func() int {
+		out, _ := exec.Command("ip", "netns", "list").Output()
+		return strings.Count(string(out), fmt.Sprintf("%s%d-", lab.NamePrefix, os.Getpid()))
+	}
+	before := ours()
+	_, err := lab.NewPair(t.Context(), lab.PairConfig{Emulated: &plain, Backend: lab.UseNetem})
+	if !errors.Is(err, lab.ErrNoNetem) {
+		t.Errorf("netem asked for without netem: %v", err)
+	}
+	_, err = lab.NewPair(t.Context(), lab.PairConfig{AtoB: lab.Path{Delay: time.Millisecond}})
+	if !errors.Is(err, lab.ErrNoNetem) {
+		t.Errorf("a router delay without netem: %v", err)
+	}
+	if after := ours(); after != before {
+		t.Errorf("the failed NewPairs and netem probes left %d namespaces", after-before)
 	}
 }

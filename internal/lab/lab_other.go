@@ -51,3 +51,6 @@ func (h *Host) SetSysctl(key, value string) error { return ErrNotSupported }
 
 // Sysctl reports ErrNotSupported.
 func (h *Host) Sysctl(key string) (string, error) { return "", ErrNotSupported }
+
+// HasNetem reports ErrNotSupported: the lab needs Linux.
+func HasNetem(ctx context.Context) error { return ErrNotSupported }

@@ -16,7 +16,7 @@ func TestSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(checks) != 3 {
+	if len(checks) != 9 {
 		t.Fatalf("%d checks", len(checks))
 	}
 	for _, c := range checks {

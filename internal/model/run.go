@@ -47,7 +47,7 @@ func RoleOf(side Side, d Direction) Role {
 // TestConfig is what the client asked for. Zero values mean "the kernel's
 // or tcpscope's default".
 type TestConfig struct {
-	Protocol   string        `json:"protocol"` // "tcp"
+	Protocol   string        `json:"protocol"` // "tcp" or "udp"
 	Duration   time.Duration `json:"duration_ns,omitempty"`
 	Bytes      Bytes         `json:"bytes,omitempty"` // volume per direction instead of a duration
 	Parallel   int           `json:"parallel"`
@@ -61,7 +61,26 @@ type TestConfig struct {
 	Interval   time.Duration `json:"interval_ns"`
 	Omit       time.Duration `json:"omit_ns,omitempty"`
 	FQRate     Bitrate       `json:"fq_rate,omitempty"` // per-stream SO_MAX_PACING_RATE
+	// Bitrate makes each sending stream's application write at most this
+	// fast (iperf3's -b for TCP): an application-limited sender.
+	Bitrate Bitrate `json:"bitrate,omitempty"`
+	// Counters64 makes UDP datagrams carry 64-bit sequence numbers
+	// (iperf3's --udp-counters-64bit); tcpscope's own tests always do.
+	Counters64 bool `json:"udp_counters_64bit,omitempty"`
+	// ReadRate makes each receiving stream's application read at most
+	// this fast until the senders' planned end: a slow consumer (a disk,
+	// a busy process) whose window closes.
+	ReadRate Bitrate `json:"read_rate,omitempty"`
 }
+
+// Protocols of a test.
+const (
+	TCP = "tcp"
+	UDP = "udp"
+)
+
+// IsUDP reports a datagram test.
+func (c *TestConfig) IsUDP() bool { return c.Protocol == UDP }
 
 // Directions lists the stream directions the test uses, in stream order.
 func (c *TestConfig) Directions() []Direction {
@@ -113,8 +132,52 @@ type StreamInterval struct {
 	RetransSegs  uint32       `json:"retrans_segs"`
 	RetransBytes Opt[Bytes]   `json:"retrans_bytes,omitzero"`
 	Limited      Opt[Limited] `json:"limited,omitzero"`
-	// TCP is the kernel's state at the end of the interval.
+	// TCP is the kernel's state at the end of the interval (zero in UDP
+	// tests).
 	TCP Sample `json:"tcp"`
+	// UDP is the datagram account over the interval (UDP tests only).
+	UDP *Datagrams `json:"udp,omitempty"`
+}
+
+// Datagrams is one end's account of a UDP stream over a period, in
+// iperf3's terms so the numbers compare with its reports.
+type Datagrams struct {
+	// Packets: a sender's datagrams sent; a receiver's datagrams expected,
+	// from the sequence numbers seen (received + lost).
+	Packets int64 `json:"packets"`
+	// Lost is the gaps in the sequence, less the datagrams that came late
+	// (out of order) to fill one; receivers only.
+	Lost       int64 `json:"lost,omitempty"`
+	OutOfOrder int64 `json:"out_of_order,omitempty"`
+	// Jitter is RFC 3550's smoothed transit-time variation at the end of
+	// the period; receivers only.
+	Jitter time.Duration `json:"jitter_ns,omitempty"`
+	// SocketDrops counts datagrams the receiving socket's full buffer
+	// dropped (SO_RXQ_OVFL): loss on this host, not on the path. Unknown
+	// when the kernel does not report it.
+	SocketDrops Opt[int64] `json:"socket_drops,omitzero"`
+}
+
+// Add adds another stream's account to d: counts add up, the jitter is
+// the worse of the two, and socket drops stay known only if both are.
+func (d *Datagrams) Add(o *Datagrams) {
+	d.Packets += o.Packets
+	d.Lost += o.Lost
+	d.OutOfOrder += o.OutOfOrder
+	d.Jitter = max(d.Jitter, o.Jitter)
+	if v, ok := o.SocketDrops.Get(); ok && d.SocketDrops.OK {
+		d.SocketDrops.V += v
+	} else {
+		d.SocketDrops = Opt[int64]{}
+	}
+}
+
+// LossRate is the fraction of expected datagrams lost.
+func (d *Datagrams) LossRate() float64 {
+	if d == nil || d.Packets <= 0 {
+		return 0
+	}
+	return float64(d.Lost) / float64(d.Packets)
 }
 
 // Interval is one end's view of all streams over [Start, End) of its clock.
@@ -151,6 +214,10 @@ type StreamTotal struct {
 	MaxSndWnd Opt[Bytes]    `json:"max_snd_wnd,omitzero"`
 	// Limited covers the measured period.
 	Limited Opt[Limited] `json:"limited,omitzero"`
+	// UDP is the datagram account over the measured period (UDP tests).
+	UDP *Datagrams `json:"udp,omitempty"`
+	// UDPOmitted is the account of the omitted start (-O), UDP tests.
+	UDPOmitted *Datagrams `json:"udp_omitted,omitempty"`
 }
 
 // EndReport is everything one end measured.
@@ -178,6 +245,9 @@ type DirectionSummary struct {
 	LossRate Opt[float64]       `json:"loss_rate,omitzero"`
 	MinRTT   Opt[time.Duration] `json:"min_rtt_ns,omitzero"`
 	MeanRTT  time.Duration      `json:"mean_rtt_ns"`
+	// UDP sums the receivers' datagram accounts (UDP tests): LossRate is
+	// then Lost/Packets, and Jitter the largest stream's.
+	UDP *Datagrams `json:"udp,omitempty"`
 }
 
 // Run is one complete memory-to-memory test as both ends saw it.
@@ -191,9 +261,26 @@ type Run struct {
 	Remote   EndReport          `json:"server_end"`
 	Summary  []DirectionSummary `json:"summary"`
 	Warnings []string           `json:"warnings,omitempty"`
+	// ServerOutput is a stock iperf3 server's own output, when asked for
+	// (--get-server-output): its text, or its JSON document.
+	ServerOutput string `json:"server_output,omitempty"`
+	// Diagnosis is what limits the transfer and what else is wrong,
+	// primary finding first; absent with --no-diagnose.
+	Diagnosis []Finding `json:"diagnosis,omitempty"`
 	// Ended says how the test stopped: "complete", "interrupted" (the
 	// client was stopped), "server-shutdown", "server-limit" (the server's
 	// --max-duration cut a byte-count test short) or "aborted" (it broke
 	// off; the receiver's report may be missing). Empty until it ends.
 	Ended string `json:"ended,omitempty"`
+}
+
+// StreamIDs is the set of the run's streams flowing in direction d.
+func (r *Run) StreamIDs(d Direction) map[int]bool {
+	ids := map[int]bool{}
+	for _, s := range r.Streams {
+		if s.Direction == d {
+			ids[s.ID] = true
+		}
+	}
+	return ids
 }

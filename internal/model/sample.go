@@ -99,6 +99,12 @@ type Sample struct {
 
 	ReceivedCE Opt[uint32] `json:"received_ce,omitzero"`
 
+	// RecvQ is the bytes received and not yet read by the application;
+	// SendQ the bytes written and not yet acknowledged (ss's Recv-Q and
+	// Send-Q). Not part of tcp_info: absent when not read.
+	RecvQ Opt[Bytes] `json:"recv_q,omitzero"`
+	SendQ Opt[Bytes] `json:"send_q,omitzero"`
+
 	// Congestion is the congestion-control algorithm, when known.
 	Congestion string `json:"congestion,omitempty"`
 	// BBR is the BBR model, for connections using BBR.
@@ -118,6 +124,32 @@ func (s *Sample) SsthreshBytes() Opt[Bytes] {
 
 // UnackedBytes estimates the bytes in flight from segments × MSS.
 func (s *Sample) UnackedBytes() Bytes { return Bytes(s.Unacked) * s.SndMSS }
+
+// SampleBrief is the part of a Sample a connection list uses; the fields
+// mean what Sample's do.
+type SampleBrief struct {
+	At           time.Duration
+	State        TCPState
+	Congestion   string
+	RTT          time.Duration
+	SndMSS       Bytes
+	SndCwnd      uint32
+	TotalRetrans uint32
+	// BytesAcked and BytesReceived give a list its rates.
+	BytesAcked    Opt[Bytes]
+	BytesReceived Opt[Bytes]
+}
+
+// Brief is the part of s a connection list uses.
+func (s *Sample) Brief() SampleBrief {
+	return SampleBrief{
+		At: s.At, State: s.State, Congestion: s.Congestion, RTT: s.RTT, SndMSS: s.SndMSS, SndCwnd: s.SndCwnd,
+		TotalRetrans: s.TotalRetrans, BytesAcked: s.BytesAcked, BytesReceived: s.BytesReceived,
+	}
+}
+
+// CwndBytes is the congestion window in bytes (the kernel counts segments).
+func (s *SampleBrief) CwndBytes() Bytes { return Bytes(s.SndCwnd) * s.SndMSS }
 
 // Options are the TCP options negotiated on the connection.
 type Options struct {

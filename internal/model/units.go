@@ -89,7 +89,11 @@ var siPrefixes = []struct {
 }{{'t', 1e12, "T"}, {'g', 1e9, "G"}, {'m', 1e6, "M"}, {'k', 1e3, "k"}}
 
 // FormatRate prints r in format f with three significant digits.
-func FormatRate(r Bitrate, f RateFormat) string {
+func FormatRate(r Bitrate, f RateFormat) string { return string(AppendRate(nil, r, f)) }
+
+// AppendRate appends r as FormatRate prints it: a list of thousands of
+// connections formats their rates without a string each.
+func AppendRate(b []byte, r Bitrate, f RateFormat) []byte {
 	v := float64(r)
 	unit := "bit/s"
 	lower := byte(unicode.ToLower(rune(f)))
@@ -98,38 +102,35 @@ func FormatRate(r Bitrate, f RateFormat) string {
 		unit = "B/s"
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "- " + unit
+		return append(append(b, "- "...), unit...)
 	}
-	if lower == 'a' {
-		for _, p := range siPrefixes {
-			if math.Abs(v) >= p.scale {
-				return sig3(v/p.scale) + " " + p.name + unit
-			}
-		}
-		return sig3(v) + " " + unit
-	}
+	name, scale := "", 1.0
 	for _, p := range siPrefixes {
-		if p.letter == lower {
-			return sig3(v/p.scale) + " " + p.name + unit
+		if lower == 'a' && math.Abs(v) >= p.scale || p.letter == lower {
+			name, scale = p.name, p.scale
+			break
 		}
 	}
-	return sig3(v) + " " + unit
+	b = appendSig3(b, v/scale)
+	return append(append(append(b, ' '), name...), unit...)
 }
 
 // sig3 prints v with three significant digits but never in exponent form.
-func sig3(v float64) string {
+func sig3(v float64) string { return string(appendSig3(nil, v)) }
+
+func appendSig3(b []byte, v float64) []byte {
 	a := math.Abs(v)
 	switch {
 	case a == 0:
-		return "0"
+		return append(b, '0')
 	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
+		return strconv.AppendFloat(b, v, 'f', 0, 64)
 	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		return strconv.AppendFloat(b, v, 'f', 1, 64)
 	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
+		return strconv.AppendFloat(b, v, 'f', 2, 64)
 	default:
-		return strconv.FormatFloat(v, 'f', 3, 64)
+		return strconv.AppendFloat(b, v, 'f', 3, 64)
 	}
 }
 
@@ -137,17 +138,22 @@ func sig3(v float64) string {
 func (b Bytes) String() string { return b.Binary() }
 
 // Binary formats b with powers of 1024.
-func (b Bytes) Binary() string {
+func (b Bytes) Binary() string { return string(b.AppendBinary(nil)) }
+
+var binaryUnits = []struct {
+	s float64
+	n string
+}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}}
+
+// AppendBinary appends b as Binary formats it.
+func (b Bytes) AppendBinary(dst []byte) []byte {
 	v := float64(b)
-	for _, u := range []struct {
-		s float64
-		n string
-	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+	for _, u := range binaryUnits {
 		if math.Abs(v) >= u.s {
-			return sig3(v/u.s) + " " + u.n
+			return append(append(appendSig3(dst, v/u.s), ' '), u.n...)
 		}
 	}
-	return strconv.FormatInt(int64(b), 10) + " B"
+	return append(strconv.AppendInt(dst, int64(b), 10), " B"...)
 }
 
 // Decimal formats b with powers of 1000 (kB, MB, GB).
@@ -255,4 +261,23 @@ func splitNumber(s string) (string, string) {
 		break
 	}
 	return s[:i], s[i:]
+}
+
+// GroupDigits formats a count rounded to a whole number with thousands
+// separators: 83333.3 → "83,333".
+func GroupDigits(v float64) string {
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

@@ -189,3 +189,11 @@ func TestDirections(t *testing.T) {
 		t.Fatal("RoleOf wrong")
 	}
 }
+
+func TestGroupDigits(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 83333.3: "83,333", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := GroupDigits(in); got != want {
+			t.Errorf("GroupDigits(%v) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -33,6 +33,9 @@ type Client struct {
 	// ConnectTimeout bounds each connection attempt (default 10 s).
 	ConnectTimeout time.Duration
 	Observer       Observer
+	// ServerOutput asks a stock iperf3 server for its own output
+	// (--get-server-output); a tcpscope server's view is always reported.
+	ServerOutput bool
 	// Now is the wall clock for the run's start stamp (default time.Now).
 	Now func() time.Time
 }
@@ -44,24 +47,26 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if err := Normalize(&cfg); err != nil {
 		return nil, err
 	}
-	now := c.Now
-	if now == nil {
-		now = time.Now
-	}
-	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg}
-	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
+	run := c.newRun(addr, cfg)
 
 	conn, ctl, w, err := c.handshake(ctx, addr, &cfg)
+	if errors.Is(err, errIperf3Server) {
+		return c.iperf3Fallback(ctx, addr, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	run.Remote.Version, run.Remote.Kernel = w.Version, w.Kernel
 
-	streams, err := c.openStreams(ctx, addr, &cfg, w.Cookie, run)
+	open := c.openStreams
+	if cfg.IsUDP() {
+		open = c.openUDPStreams
+	}
+	streams, err := open(ctx, addr, &cfg, w.Cookie, run)
 	defer func() {
 		for _, s := range streams {
-			s.conn.Close()
+			s.close()
 		}
 	}()
 	if err != nil {
@@ -76,7 +81,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	for i := range run.Streams {
 		// Read back once the handshakes are long done, as the server does.
-		if run.Streams[i].Client, err = setupOf(streams[i].conn); err != nil {
+		if run.Streams[i].Client, err = setupOf(streams[i]); err != nil {
 			return nil, wrapSocket(err, "read socket options")
 		}
 		if i < len(m.Started.Setups) {
@@ -88,6 +93,54 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	run.Warnings = bufferWarnings(&cfg, run.Streams)
 	return c.measure(ctx, ctl, cfg, streams, run)
+}
+
+// newRun starts the record of a test against addr, stamped now.
+func (c *Client) newRun(addr string, cfg model.TestConfig) *model.Run {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg}
+	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
+	run.Client.Version = c.Version // for the header, before the end reports it
+	return run
+}
+
+// errIperf3Server: the server answered like a stock iperf3 server.
+var errIperf3Server = errors.New("the server is a stock iperf3")
+
+// iperf3Fallback runs the test with iperf3's protocol against a server
+// found to be a stock iperf3. The server may still be dropping our first
+// connection (it runs one test at a time, and re-creates its listener
+// after a failed one): an attempt that gets no test started is retried
+// briefly.
+func (c *Client) iperf3Fallback(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
+	var run *model.Run
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			select {
+			case <-time.After(300 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, &Error{Code: CodeAborted, Msg: "interrupted while connecting to " + addr, Err: ctx.Err()}
+			}
+		}
+		run, err = c.RunIperf3(ctx, addr, cfg)
+		// Busy, or reset or refused while it re-creates its listener
+		// after our first connection (it answered a moment ago, so a
+		// refusal is that window): nothing ran yet, try again.
+		if run != nil || err == nil {
+			break
+		}
+		if code := CodeOf(err); code != CodeBusy && code != CodeAborted && code != CodeProtocol && code != CodeRefused {
+			break
+		}
+	}
+	if run != nil {
+		run.Warnings = append(run.Warnings, "the server is a stock iperf3: the test used iperf3's protocol, and the server's side is what iperf3 reports (no kernel samples)")
+	}
+	return run, err
 }
 
 // handshake opens the control connection and is admitted to a test.
@@ -107,6 +160,14 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	}
 	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg}}); err != nil {
 		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+	}
+	// A tcpscope server's first message starts with its length's high
+	// byte, 0 for any message it sends. A stock iperf3 server took our
+	// first 37 bytes for its cookie and answers with one state byte:
+	// PARAM_EXCHANGE, or busy, or an error.
+	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	if b, err := ctl.r.Peek(1); err == nil && (b[0] == i3ParamExchange || b[0] == i3AccessDenied || b[0] == i3ServerError) {
+		return fail(errIperf3Server)
 	}
 	m, err := c.expect(ctl, msgWelcome, addr)
 	if err != nil {
@@ -212,6 +273,12 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	runErr := e.run(tctx)
 	run.Client = e.report(c.Version)
 
+	// A client whose own streams failed (a dead path) waits only briefly
+	// for the server's report: it may be stuck on the same path.
+	wait := finishGrace
+	if runErr != nil {
+		wait = stallLimit
+	}
 	var done *model.EndReport
 	select {
 	case done = <-doneCh:
@@ -219,7 +286,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 		if runErr == nil {
 			runErr = err
 		}
-	case <-time.After(finishGrace):
+	case <-time.After(wait):
 		if runErr == nil {
 			runErr = errorf(CodeTimeout, "the server may be overloaded", "server did not send its results")
 		}
@@ -281,9 +348,9 @@ func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
 		case errors.As(err, &ne) && ne.Timeout():
 			return nil, errorf(CodeTimeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
 		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? (testing against iperf3 servers is not supported yet)", "%s closed the connection", addr)
+			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server?", "%s closed the connection", addr)
 		case errors.Is(err, errProtocol):
-			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it an iperf3 or other server?", Err: err}
+			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it a tcpscope or iperf3 server?", Err: err}
 		}
 		return nil, &Error{Code: CodeAborted, Msg: "control connection", Err: err}
 	}
@@ -296,6 +363,11 @@ func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
 	return m, nil
 }
 
+// ClassifyDial turns an error from connecting to addr into a coded Error
+// with a hint, as the client reports its own: for callers that open
+// connections to a server themselves (the path probe).
+func ClassifyDial(err error, addr string) error { return classifyDial(err, addr) }
+
 // classifyDial turns a connection error into a coded Error with a hint.
 func classifyDial(err error, addr string) error {
 	var dnsErr *net.DNSError
@@ -306,6 +378,11 @@ func classifyDial(err error, addr string) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return &Error{Code: CodeRefused, Msg: "connection refused by " + addr,
 			Hint: "is `tcpscope server` running there, on that port?"}
+	case errors.Is(err, syscall.ECONNRESET):
+		// A listener closed with our connection still in its queue: the
+		// server is restarting or re-creating its socket.
+		return &Error{Code: CodeRefused, Msg: "connection reset by " + addr + " while connecting",
+			Hint: "the server may be restarting; try again in a moment", Err: err}
 	case errors.As(err, &dnsErr):
 		return &Error{Code: CodeUnreachable, Msg: "cannot resolve " + addr, Hint: "check the host name", Err: err}
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EADDRNOTAVAIL):

@@ -56,16 +56,29 @@ func (l Limits) withDefaults() Limits {
 // client before connecting, the server on what it receives.
 func Normalize(c *model.TestConfig) error {
 	if c.Protocol == "" {
-		c.Protocol = "tcp"
+		c.Protocol = model.TCP
 	}
-	if c.Protocol != "tcp" {
-		return errorf(CodeBadConfig, "only tcp is supported", "protocol %q not supported", c.Protocol)
+	if c.Protocol != model.TCP && c.Protocol != model.UDP {
+		return errorf(CodeBadConfig, "use tcp or udp", "protocol %q not supported", c.Protocol)
 	}
 	if c.Parallel == 0 {
 		c.Parallel = 1
 	}
 	if c.Length == 0 {
 		c.Length = DefaultLength
+		if c.IsUDP() {
+			c.Length = DefaultUDPLength
+		}
+	}
+	if c.IsUDP() {
+		switch {
+		case c.Length < MinUDPLength || c.Length > MaxUDPLength:
+			return errorf(CodeBadConfig, fmt.Sprintf("use -l between %d and %d bytes for UDP", MinUDPLength, MaxUDPLength), "datagram length %d B out of range", c.Length)
+		case c.Congestion != "" || c.MSS != 0 || c.NoDelay:
+			return errorf(CodeBadConfig, "drop -C, -M and -N with -u", "congestion control, MSS and no-delay are TCP options")
+		case c.ReadRate != 0:
+			return errorf(CodeBadConfig, "drop --read-rate with -u", "--read-rate is a TCP test (a slow reader closes the window)")
+		}
 	}
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
@@ -94,9 +107,17 @@ func Normalize(c *model.TestConfig) error {
 		return errorf(CodeBadConfig, "use -M between 88 and 65535 bytes", "MSS %d out of range", c.MSS)
 	case c.FQRate < 0:
 		return errorf(CodeBadConfig, "use a positive pacing rate", "negative pacing rate")
+	case c.Bitrate < 0 || (c.Bitrate > 0 && c.Bitrate < minReadRate):
+		return errorf(CodeBadConfig, "use -b of 8 kbit/s or more", "bitrate %v out of range", c.Bitrate)
+	case c.ReadRate < 0 || (c.ReadRate > 0 && c.ReadRate < minReadRate):
+		return errorf(CodeBadConfig, "use --read-rate of 8 kbit/s or more", "read rate %v out of range", c.ReadRate)
 	}
 	return nil
 }
+
+// minReadRate is the slowest -b and --read-rate: below it even a small
+// buffer takes minutes to drain after the test.
+const minReadRate = 8 * model.KbitPerSecond
 
 // span is how long the senders run: the omitted start plus the duration
 // (zero for a byte-count test).

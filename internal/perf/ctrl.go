@@ -74,6 +74,13 @@ func newCookie() []byte {
 
 // socketOptions are the options one end applies to a stream's socket.
 func socketOptions(cfg *model.TestConfig, role model.Role) tcpinfo.SocketOptions {
+	if cfg.IsUDP() {
+		o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window}
+		if role == model.Sender {
+			o.MaxPacingRate = cfg.FQRate
+		}
+		return o
+	}
 	o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window, Congestion: cfg.Congestion, MSS: cfg.MSS}
 	if role == model.Sender {
 		o.MaxPacingRate = cfg.FQRate
@@ -81,10 +88,15 @@ func socketOptions(cfg *model.TestConfig, role model.Role) tcpinfo.SocketOptions
 	return o
 }
 
-// setupOf reads back what the kernel granted.
-func setupOf(c *net.TCPConn) (model.SocketSetup, error) {
+// setupOf reads back what the kernel granted a stream's socket.
+func setupOf(st *stream) (model.SocketSetup, error) {
 	var s model.SocketSetup
 	var err error
+	if st.udp != nil {
+		s.SndBuf, s.RcvBuf, err = tcpinfo.Buffers(st.udp.conn)
+		return s, err
+	}
+	c := st.conn
 	if s.SndBuf, s.RcvBuf, err = tcpinfo.Buffers(c); err != nil {
 		return s, err
 	}

@@ -23,7 +23,8 @@ const finishGrace = 30 * time.Second
 type stream struct {
 	id   int
 	role model.Role
-	conn *net.TCPConn
+	conn *net.TCPConn // TCP streams
+	udp  *udpFlow     // UDP streams, instead
 
 	moved atomic.Int64 // application bytes written or read
 
@@ -34,6 +35,17 @@ type stream struct {
 	final    model.Sample
 	err      error
 }
+
+// netConn is the stream's socket, TCP or UDP.
+func (s *stream) netConn() net.Conn {
+	if s.udp != nil {
+		return s.udp.conn
+	}
+	return s.conn
+}
+
+// close closes the stream's socket.
+func (s *stream) close() { _ = s.netConn().Close() }
 
 // end runs one side's streams and samples them every interval.
 type end struct {
@@ -48,6 +60,9 @@ type end struct {
 	emit func(model.Interval)
 	// hardStop bounds a test whatever its config (the server's limit).
 	hardStop time.Duration
+	// peerCloses: the peer ends the test by closing the streams (iperf3),
+	// rather than tcpscope's half-close and confirmation.
+	peerCloses bool
 
 	t0        time.Time
 	stopOnce  sync.Once
@@ -57,6 +72,7 @@ type end struct {
 	// Per-stream state at the omit boundary and peaks, owned by the sampler.
 	omitBytes  []int64
 	omitSample []model.Sample
+	omitUDP    []model.Datagrams
 	maxCwnd    []model.Bytes
 	maxRTT     []time.Duration
 	maxSndWnd  []model.Opt[model.Bytes]
@@ -81,6 +97,7 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(
 	n := len(streams)
 	e.omitBytes = make([]int64, n)
 	e.omitSample = make([]model.Sample, n)
+	e.omitUDP = make([]model.Datagrams, n)
 	e.maxCwnd = make([]model.Bytes, n)
 	e.maxRTT = make([]time.Duration, n)
 	e.maxSndWnd = make([]model.Opt[model.Bytes], n)
@@ -97,17 +114,37 @@ func (e *end) stop() {
 		for _, s := range e.streams {
 			if s.role == model.Sender {
 				// A deadline in the past wakes a blocked Write at once.
-				_ = s.conn.SetWriteDeadline(time.Unix(1, 0))
+				_ = s.netConn().SetWriteDeadline(time.Unix(1, 0))
 			}
 		}
 	})
+}
+
+// isStopped reports whether stop was called.
+func (e *end) isStopped() bool {
+	select {
+	case <-e.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// finishReceivers ends the receiving streams' reads now, for a test ended
+// on the control connection (iperf3's TEST_END).
+func (e *end) finishReceivers() {
+	for _, s := range e.streams {
+		if s.role == model.Receiver {
+			_ = s.netConn().SetReadDeadline(time.Unix(1, 0))
+		}
+	}
 }
 
 // abort breaks off every stream, readers included.
 func (e *end) abort() {
 	e.stop()
 	for _, s := range e.streams {
-		_ = s.conn.SetDeadline(time.Unix(1, 0))
+		_ = s.netConn().SetDeadline(time.Unix(1, 0))
 	}
 }
 
@@ -116,6 +153,9 @@ func (e *end) abort() {
 func (e *end) run(ctx context.Context) error {
 	e.t0 = time.Now()
 	for i, s := range e.streams {
+		if s.udp != nil {
+			continue // no kernel samples for datagrams
+		}
 		// The first sample anchors the deltas of the first interval.
 		first, err := tcpinfo.Read(s.conn)
 		if err != nil {
@@ -130,9 +170,14 @@ func (e *end) run(ctx context.Context) error {
 	for _, s := range e.streams {
 		wg.Go(func() {
 			defer close(s.done)
-			if s.role == model.Sender {
+			switch {
+			case s.udp != nil && s.role == model.Sender:
+				s.err = e.sendUDP(s)
+			case s.udp != nil:
+				s.err = e.receiveUDP(s)
+			case s.role == model.Sender:
 				s.err = e.send(s)
-			} else {
+			default:
 				s.err = e.receive(s)
 			}
 		})
@@ -150,6 +195,25 @@ func (e *end) run(ctx context.Context) error {
 
 func (e *end) since() time.Duration { return time.Since(e.t0) }
 
+// awaitDue waits until n bytes are due at rate r from the start: the
+// average rate holds, and a late wake-up catches up at once. It reports
+// whether stop cut the wait short.
+func (e *end) awaitDue(n int64, r model.Bitrate) (stopped bool) {
+	due := e.t0.Add(time.Duration(float64(n) / r.BytesPerSecond() * float64(time.Second)))
+	wait := time.Until(due)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false
+	case <-e.stopped:
+		return true
+	}
+}
+
 // send writes until the duration ends, the byte budget is spent or stop is
 // called, then half-closes and waits for the receiver to confirm.
 func (e *end) send(s *stream) error {
@@ -160,8 +224,28 @@ func (e *end) send(s *stream) error {
 		_ = s.conn.SetWriteDeadline(e.t0.Add(e.hardStop))
 	}
 	byteMode := e.cfg.Bytes > 0
+	pace := e.cfg.Bitrate
+	if pace > 0 {
+		// Writes of about 10 ms of the rate keep the pace smooth.
+		buf = buf[:min(len(buf), max(int(pace.BytesPerSecond()/100), 1500))]
+	}
+	var written int64
 	var werr error
+write:
 	for {
+		if pace > 0 && written > 0 {
+			// The application has nothing more to write until its
+			// bytes so far are due at the rate: an application-limited
+			// sender, as iperf3's -b makes one.
+			e.awaitDue(written, pace)
+			select {
+			case <-e.stopped:
+			default:
+				if d := span(&e.cfg); d > 0 && time.Now().After(e.t0.Add(d)) {
+					break write
+				}
+			}
+		}
 		chunk := buf
 		if byteMode {
 			left := e.budget.Add(-int64(len(buf)))
@@ -174,6 +258,7 @@ func (e *end) send(s *stream) error {
 		}
 		n, err := s.conn.Write(chunk)
 		s.moved.Add(int64(n))
+		written += int64(n)
 		if err != nil {
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				werr = fmt.Errorf("write: %w", err)
@@ -182,21 +267,45 @@ func (e *end) send(s *stream) error {
 		}
 	}
 	s.finished = e.since()
-	if werr != nil {
+	if werr != nil && !e.peerCloses {
 		e.finalSample(s)
 		return werr
+	}
+	if e.peerCloses {
+		// iperf3 ends a test on its control connection and closes the
+		// streams, maybe with a reset: sample now, while the socket still
+		// has its state; the caller closes it.
+		return e.finalSample(s)
 	}
 	if err := s.conn.CloseWrite(); err != nil {
 		return fmt.Errorf("half-close: %w", err)
 	}
 	// The receiver half-closes after reading our end of file: then every
 	// byte is acknowledged and the final sample shows the whole transfer.
-	_ = s.conn.SetReadDeadline(time.Now().Add(finishGrace))
+	// A path that stopped delivering (a path-MTU black hole, a dead
+	// link) would hold the test for the whole grace: give up once nothing
+	// has been acknowledged for stallLimit.
+	graceEnd := time.Now().Add(finishGrace)
+	lastAcked, lastProgress := ackedBytes(s), time.Now()
 	var one [512]byte
 	for {
+		next := time.Now().Add(time.Second)
+		if next.After(graceEnd) {
+			next = graceEnd
+		}
+		_ = s.conn.SetReadDeadline(next)
 		_, err := s.conn.Read(one[:])
 		if err == io.EOF {
 			break
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(graceEnd) {
+			if a := ackedBytes(s); a != lastAcked {
+				lastAcked, lastProgress = a, time.Now()
+			} else if time.Since(lastProgress) >= stallLimit {
+				e.finalSample(s)
+				return fmt.Errorf("wait for the receiver to finish: nothing acknowledged for %v: the path stopped delivering", stallLimit)
+			}
+			continue
 		}
 		if err != nil {
 			e.finalSample(s)
@@ -206,8 +315,25 @@ func (e *end) send(s *stream) error {
 	return e.finalSample(s)
 }
 
+// stallLimit is how long a finished sender waits without any byte
+// acknowledged before it takes the path for dead.
+const stallLimit = 5 * time.Second
+
+// ackedBytes is the kernel's count of bytes the peer acknowledged, or -1
+// when it cannot be read.
+func ackedBytes(s *stream) int64 {
+	smp, err := tcpinfo.Read(s.conn)
+	if err != nil || !smp.BytesAcked.OK {
+		return -1
+	}
+	return int64(smp.BytesAcked.V)
+}
+
 // finalSample records the stream's last kernel state, stamped now.
 func (e *end) finalSample(s *stream) error {
+	if s.udp != nil {
+		return nil
+	}
 	smp, err := tcpinfo.Read(s.conn)
 	if err != nil {
 		return fmt.Errorf("final sample: %w", err)
@@ -226,22 +352,68 @@ func (e *end) receive(s *stream) error {
 	if len(e.streams) > 8 {
 		most = 256 * model.KiB
 	}
-	buf := make([]byte, min(max(e.cfg.Length, 256*model.KiB), most))
+	size := min(max(e.cfg.Length, 256*model.KiB), most)
+	pace := e.cfg.ReadRate
+	if pace > 0 {
+		// Reads of about 10 ms of the rate keep the pace smooth.
+		size = min(size, max(model.Bytes(pace.BytesPerSecond()/100), 1500))
+	}
+	buf := make([]byte, size)
 	limit := span(&e.cfg)
+	var paced int64 // bytes read since the pacing started
 	if limit == 0 {
 		limit = e.hardStop
 	}
+	// Past the planned end the receiver keeps reading while data still
+	// comes, up to finishGrace, but gives up on a path that delivers
+	// nothing for stallLimit (the sender does the same).
+	var graceEnd time.Time
+	lastMoved := int64(-1)
 	if limit > 0 {
-		_ = s.conn.SetReadDeadline(e.t0.Add(limit + finishGrace))
+		graceEnd = e.t0.Add(limit + finishGrace)
+		_ = s.conn.SetReadDeadline(e.t0.Add(limit + stallLimit))
 	}
 	for {
 		n, err := s.conn.Read(buf)
+		if err != nil && e.peerCloses && e.isStopped() {
+			// iperf3: the test was ended on the control connection.
+			s.moved.Add(int64(n))
+			break
+		}
+		if limit > 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(graceEnd) {
+			if m := s.moved.Load(); m != lastMoved {
+				lastMoved = m
+				next := time.Now().Add(stallLimit)
+				if next.After(graceEnd) {
+					next = graceEnd
+				}
+				_ = s.conn.SetReadDeadline(next)
+				continue
+			}
+			err = fmt.Errorf("nothing received for %v after the planned end: the path stopped delivering", stallLimit)
+		}
 		if n > 0 && s.first == 0 {
 			s.first = e.since()
 		}
 		s.moved.Add(int64(n))
 		if err == io.EOF {
 			break
+		}
+		if pace > 0 && n > 0 {
+			// Sleep until the bytes read so far are due at the read rate,
+			// until the senders' planned end; then drain at full speed
+			// so the test ends.
+			paced += int64(n)
+			due := e.t0.Add(time.Duration(float64(paced) / pace.BytesPerSecond() * float64(time.Second)))
+			if limit > 0 && due.After(e.t0.Add(limit)) {
+				pace = 0
+			} else if wait := time.Until(due); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-e.stopped:
+					pace = 0
+				}
+			}
 		}
 		if err != nil {
 			s.finished = e.since()
@@ -251,6 +423,9 @@ func (e *end) receive(s *stream) error {
 	}
 	s.finished = e.since()
 	err := e.finalSample(s)
+	if e.peerCloses {
+		return err
+	}
 	if cerr := s.conn.CloseWrite(); cerr != nil && err == nil {
 		err = fmt.Errorf("half-close: %w", cerr)
 	}
@@ -264,6 +439,7 @@ func (e *end) sample() {
 	prevBytes := make([]int64, n)
 	prev := make([]model.Sample, n)
 	copy(prev, e.omitSample)
+	prevUDP := make([]model.Datagrams, n)
 	allDone := make(chan struct{})
 	go func() {
 		for _, s := range e.streams {
@@ -298,6 +474,9 @@ func (e *end) sample() {
 			// interval in progress goes on.
 			for i, s := range e.streams {
 				e.omitBytes[i] = s.moved.Load()
+				if s.udp != nil {
+					e.omitUDP[i] = s.udp.datagrams()
+				}
 				if smp, ok := e.read(s); ok {
 					e.omitSample[i] = smp
 				}
@@ -322,6 +501,11 @@ func (e *end) sample() {
 			e.observe(i, &cur)
 			iv.Streams[i] = intervalOf(s, &prev[i], &cur, model.Bytes(b-prevBytes[i]), end-start)
 			prev[i], prevBytes[i] = cur, b
+			if s.udp != nil {
+				d := s.udp.datagrams()
+				iv.Streams[i].UDP = datagramsSince(prevUDP[i], d)
+				prevUDP[i] = d
+			}
 		}
 		iv.End = end
 		// An interval that began before the omit boundary is (at least
@@ -345,6 +529,9 @@ func (e *end) sample() {
 
 // read samples a stream's socket, or returns its final sample once done.
 func (e *end) read(s *stream) (model.Sample, bool) {
+	if s.udp != nil {
+		return model.Sample{}, false
+	}
 	select {
 	case <-s.done:
 		return s.final, s.final.KernelLen > 0
@@ -378,7 +565,7 @@ func intervalOf(s *stream, prev, cur *model.Sample, moved model.Bytes, dt time.D
 	if a, ok := prev.BytesRetrans.Get(); ok && cur.BytesRetrans.OK {
 		si.RetransBytes = model.Some(cur.BytesRetrans.V - a)
 	}
-	if s.role == model.Sender {
+	if s.role == model.Sender && s.udp == nil {
 		si.Limited = model.LimitedBetween(prev, cur)
 	}
 	return si
@@ -415,7 +602,14 @@ func (e *end) totals() []model.StreamTotal {
 		if a, ok := o.BytesRetrans.Get(); ok && s.final.BytesRetrans.OK {
 			t.RetransBytes = model.Some(s.final.BytesRetrans.V - a)
 		}
-		if s.role == model.Sender {
+		if s.udp != nil {
+			t.UDP = datagramsSince(e.omitUDP[i], s.udp.datagrams())
+			if e.cfg.Omit > 0 {
+				o := e.omitUDP[i]
+				t.UDPOmitted = &o
+			}
+		}
+		if s.role == model.Sender && s.udp == nil {
 			t.Limited = model.LimitedBetween(o, &s.final)
 			if a, ok := o.BytesSent.Get(); ok && s.final.BytesSent.OK {
 				t.SentBytes = model.Some(s.final.BytesSent.V - a)

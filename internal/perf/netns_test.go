@@ -2,10 +2,13 @@ package perf_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -98,5 +101,65 @@ func TestNetnsConnectTimeout(t *testing.T) {
 	})
 	if perf.CodeOf(err) != perf.CodeTimeout || perf.HintOf(err) == "" {
 		t.Fatalf("got %v (code %q), want a timeout with a hint", err, perf.CodeOf(err))
+	}
+}
+
+// A path that dies mid-test: both ends give up once nothing has moved for
+// stallLimit after the planned end, rather than waiting out the 30 s
+// grace, and the run comes back with what was measured.
+func TestNetnsPathDiesMidTest(t *testing.T) {
+	p := labtest.Pair(t, lab.PairConfig{})
+	addr := serveIn(t, p)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		if err := p.SetPath(context.Background(), lab.AtoB, lab.Path{Loss: 1}); err != nil {
+			t.Error(err)
+		}
+	}()
+	start := time.Now()
+	var run *model.Run
+	err := p.A.Do(func() error {
+		var err error
+		run, err = (&perf.Client{}).Run(context.Background(), addr, model.TestConfig{Duration: 2 * time.Second})
+		return err
+	})
+	took := time.Since(start)
+	t.Logf("ended after %v: %v", took.Round(time.Millisecond), err)
+	if err == nil || run == nil || perf.CodeOf(err) != perf.CodeAborted {
+		t.Fatalf("run %v, err %v (code %q); want the run and an aborted error", run != nil, err, perf.CodeOf(err))
+	}
+	if took > 2*time.Second+15*time.Second {
+		t.Errorf("a dead path held the test %v", took)
+	}
+	if !strings.Contains(err.Error(), "stopped delivering") {
+		t.Errorf("error %q does not say the path stopped delivering", err)
+	}
+}
+
+// UDP across a lossy, rate-limited path: the receiver's loss count is the
+// path's (within the binomial 99.9% interval), the socket dropped nothing,
+// and the diagnosis of the run names the path, not the host.
+func TestNetnsUDPLoss(t *testing.T) {
+	const loss = 0.02
+	fwd := emulator.Direction{Rate: 100 * model.MbitPerSecond, Loss: loss, Delay: 10 * time.Millisecond}
+	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: fwd, BtoA: emulator.Direction{Delay: 10 * time.Millisecond}}, Backend: lab.UseEmulator})
+	addr := serveIn(t, p)
+	run := runFrom(t, p, addr, model.TestConfig{Protocol: model.UDP, Duration: 3 * time.Second, Bitrate: 20 * model.MbitPerSecond, Length: 1400})
+	u := run.Summary[0].UDP
+	if u == nil {
+		t.Fatalf("no datagram account: %+v", run.Summary[0])
+	}
+	n := float64(u.Packets)
+	sd := math.Sqrt(n * loss * (1 - loss))
+	t.Logf("%d of %d datagrams lost (%.3f%%), jitter %v, socket drops %v, goodput %v",
+		u.Lost, u.Packets, 100*u.LossRate(), u.Jitter, u.SocketDrops, run.Summary[0].Goodput)
+	if math.Abs(float64(u.Lost)-n*loss) > 3.3*sd {
+		t.Errorf("lost %d of %d, expected %.0f ± %.0f", u.Lost, u.Packets, n*loss, 3.3*sd)
+	}
+	if g := run.Summary[0].Goodput; g < 18*model.MbitPerSecond || g > 20.2*model.MbitPerSecond {
+		t.Errorf("goodput %v: 20 Mbit/s less 2%% loss expected", g)
+	}
+	if d, ok := u.SocketDrops.Get(); !ok || d != 0 {
+		t.Errorf("socket drops %v on a 20 Mbit/s stream", u.SocketDrops)
 	}
 }

@@ -632,3 +632,57 @@ func TestDurationAtLimit(t *testing.T) {
 		t.Fatalf("ended %q", run.Ended)
 	}
 }
+
+// Native UDP tests on loopback: each mode completes, and the receiver
+// expects exactly the datagrams the sender sent.
+func TestUDPLoopback(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	for _, cfg := range []model.TestConfig{
+		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond},
+		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond, Reverse: true},
+		{Protocol: model.UDP, Duration: time.Second, Bitrate: 10 * model.MbitPerSecond, Bidir: true, Parallel: 2},
+		{Protocol: model.UDP, Bytes: 2 * model.MiB, Bitrate: 50 * model.MbitPerSecond, Length: 8000},
+	} {
+		start := time.Now()
+		run, err := (&Client{Version: "test"}).Run(context.Background(), addr, quick(cfg))
+		if err != nil {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+		// Closing datagrams end the receivers at once: no linger.
+		if took := time.Since(start); took > time.Second+span(&cfg)+udpLinger/2 {
+			t.Errorf("%+v: took %v", cfg, took)
+		}
+		for _, s := range run.Summary {
+			var sent int64
+			for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+				for _, tot := range e.Totals {
+					if tot.Role == model.Sender && run.Streams[tot.Stream].Direction == s.Direction {
+						sent += tot.UDP.Packets
+					}
+				}
+			}
+			if s.UDP == nil || s.UDP.Packets != sent || s.UDP.Packets == 0 || s.ReceiverBytes > s.SenderBytes {
+				t.Errorf("%+v %s: sent %d datagrams, the receiver accounts %+v", cfg, s.Direction, sent, s.UDP)
+			}
+			if cfg.Bytes > 0 && s.SenderBytes < cfg.Bytes {
+				t.Errorf("byte count: sent %v of %v", s.SenderBytes, cfg.Bytes)
+			}
+		}
+	}
+}
+
+// A UDP test refuses TCP's options and bad datagram sizes.
+func TestUDPConfig(t *testing.T) {
+	for _, cfg := range []model.TestConfig{
+		{Protocol: model.UDP, Length: 8}, {Protocol: model.UDP, Length: 70000},
+		{Protocol: model.UDP, Congestion: "cubic"}, {Protocol: model.UDP, ReadRate: 1e6}, {Protocol: "sctp"},
+	} {
+		if err := Normalize(&cfg); CodeOf(err) != CodeBadConfig {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+	c := model.TestConfig{Protocol: model.UDP}
+	if err := Normalize(&c); err != nil || c.Length != DefaultUDPLength {
+		t.Errorf("defaults: %v, %+v", err, c)
+	}
+}

@@ -22,6 +22,17 @@ type Server struct {
 	Logger  *slog.Logger
 	// OnTest, when set, receives the server's view of each finished test.
 	OnTest func(TestRecord)
+	// Explain, when set, diagnoses the server's end of a test in a few
+	// lines, for iperf3 clients that ask for the server's output.
+	Explain func(model.TestConfig, model.EndReport) []string
+	// OutputJSON: the server's output returned to iperf3 clients that
+	// ask for it is JSON (server_output_json), as from an iperf3 -s -J;
+	// otherwise text.
+	OutputJSON bool
+	// InNetns, when set, runs code that opens sockets in the listener's
+	// network namespace (UDP streams open their own sockets); nil runs
+	// it where the caller is.
+	InNetns func(func() error) error
 	// ShutdownGrace bounds how long Serve waits for running tests after its
 	// context ends (default 15 s).
 	ShutdownGrace time.Duration
@@ -42,7 +53,16 @@ type TestRecord struct {
 
 type dataConn struct {
 	conn   *net.TCPConn
+	udp    *udpFlow // a UDP stream's, instead of conn
 	stream int
+}
+
+func (d dataConn) close() {
+	if d.udp != nil {
+		d.udp.conn.Close()
+		return
+	}
+	d.conn.Close()
 }
 
 type serverTest struct {
@@ -52,6 +72,15 @@ type serverTest struct {
 	// full is set, under Server.mu, once every stream has arrived; later
 	// connections with the same cookie are closed, not queued.
 	full bool
+	// next numbers an iperf3 test's data connections, which carry no
+	// stream index, in arrival order (under Server.mu).
+	next int
+	// udp: the streams are UDP; iperf3: the client is a stock iperf3,
+	// whose UDP hellos are matched by clientIP, oldest test first; wide:
+	// its datagrams carry 64-bit counters.
+	udp, iperf3, wide bool
+	clientIP          net.IP
+	admitted          time.Time
 }
 
 // Serve accepts connections until ctx ends, then stops the running tests
@@ -68,6 +97,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.running = make(map[string]*serverTest)
 	s.mu.Unlock()
 
+	// UDP tests use the same port number over UDP. A server that cannot
+	// open it still serves TCP; UDP clients then time out with a hint.
+	var pc *net.UDPConn
+	uerr := s.inNetns(func() (err error) { pc, err = listenUDP(ctx, ln.Addr()); return err })
+	if uerr != nil {
+		s.Logger.Warn("UDP tests unavailable", "err", uerr)
+	} else {
+		defer pc.Close()
+		stopUDP := context.AfterFunc(ctx, func() { _ = pc.Close() })
+		defer stopUDP()
+		s.wg.Go(func() { s.serveUDP(ctx, pc) })
+	}
 	stopAccept := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stopAccept()
 	var err error
@@ -120,6 +161,10 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	case dataMagic:
 		s.data(tc)
 	default:
+		if isI3Cookie(magic[:]) {
+			s.iperf3Conn(ctx, tc, magic[:])
+			return
+		}
 		s.Logger.Debug("unknown protocol", "remote", c.RemoteAddr(), "first_bytes", fmt.Sprintf("%q", magic[:]))
 		c.Close()
 	}
@@ -192,7 +237,7 @@ func (s *Server) closeLate(t *serverTest) {
 	for {
 		select {
 		case d := <-t.data:
-			d.conn.Close()
+			d.close()
 		default:
 			return
 		}
@@ -224,7 +269,7 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 		return
 	}
 	dirs := cfg.Directions()
-	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs))}
+	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now()}
 	if err := s.admit(t); err != nil {
 		log.Info("refused", "reason", err)
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
@@ -245,6 +290,46 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 	}
 }
 
+// errStreamsLate: a test's data connections did not all arrive in time.
+var errStreamsLate = errors.New("data connections did not arrive")
+
+// awaitStreams collects a test's data connections as they arrive (native
+// ones by the stream index in their preamble, iperf3 ones numbered in
+// arrival order), then seals the test. The streams gathered so far are
+// returned with an error (errStreamsLate, or ctx's), for the caller to
+// close.
+func (s *Server) awaitStreams(ctx context.Context, t *serverTest, dirs []model.Direction) ([]*stream, error) {
+	streams := make([]*stream, len(dirs))
+	deadline := time.NewTimer(handshakeTimeout)
+	defer deadline.Stop()
+	for got := 0; got < len(dirs); {
+		select {
+		case d := <-t.data:
+			if streams[d.stream] != nil {
+				d.close()
+				continue
+			}
+			streams[d.stream] = &stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn, udp: d.udp}
+			got++
+		case <-deadline.C:
+			return streams, errStreamsLate
+		case <-ctx.Done():
+			return streams, ctx.Err()
+		}
+	}
+	s.seal(t)
+	return streams, nil
+}
+
+// closeStreams closes the streams a test gathered.
+func closeStreams(streams []*stream) {
+	for _, st := range streams {
+		if st != nil {
+			st.close()
+		}
+	}
+}
+
 func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) (model.EndReport, string, error) {
 	var rep model.EndReport
 	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
@@ -252,49 +337,30 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	}}); err != nil {
 		return rep, "", err
 	}
-	streams := make([]*stream, len(dirs))
-	defer func() {
-		for _, st := range streams {
-			if st != nil {
-				st.conn.Close()
-			}
-		}
-	}()
-	deadline := time.NewTimer(handshakeTimeout)
-	defer deadline.Stop()
-	for got := 0; got < len(dirs); {
-		select {
-		case d := <-t.data:
-			if streams[d.stream] != nil {
-				d.conn.Close()
-				continue
-			}
-			streams[d.stream] = &stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn}
-			got++
-		case <-deadline.C:
-			c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
-			return rep, "", errors.New("data connections did not arrive")
-		case <-ctx.Done():
-			c.sendError(CodeShutdown, "server shutting down", "try again later")
-			return rep, "", ctx.Err()
-		}
+	streams, err := s.awaitStreams(ctx, t, dirs)
+	defer closeStreams(streams)
+	switch {
+	case errors.Is(err, errStreamsLate):
+		c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
+		return rep, "", err
+	case err != nil:
+		c.sendError(CodeShutdown, "server shutting down", "try again later")
+		return rep, "", err
 	}
-	s.seal(t)
 	m, err := c.recv(handshakeTimeout)
 	if err != nil || m.Type != msgStart {
 		return rep, "", fmt.Errorf("wait for start: %v", err)
 	}
 	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
 	for i, sm := range streams {
-		if err := tcpinfo.Apply(sm.conn, socketOptions(&cfg, sm.role)); err != nil {
+		if err := applyOptions(sm, &cfg); err != nil {
 			c.sendError(CodeSocket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
 			return rep, "", err
 		}
-		_ = sm.conn.SetNoDelay(cfg.NoDelay)
-		if st.Setups[i], err = setupOf(sm.conn); err != nil {
+		if st.Setups[i], err = setupOf(sm); err != nil {
 			return rep, "", err
 		}
-		st.Addrs[i] = sm.conn.LocalAddr().String()
+		st.Addrs[i] = sm.netConn().LocalAddr().String()
 	}
 	if err := c.send(&message{Type: msgStarted, Started: st}); err != nil {
 		return rep, "", err
@@ -448,4 +514,23 @@ func summaryAttrs(r model.EndReport) []any {
 		attrs = append(attrs, "received", recv.Decimal(), "goodput", model.RateOf(recv, recvDur.Seconds()).String())
 	}
 	return append(attrs, "seconds", fmt.Sprintf("%.2f", max(sendDur, recvDur).Seconds()))
+}
+
+// applyOptions sets the test's socket options on a server's stream.
+func applyOptions(st *stream, cfg *model.TestConfig) error {
+	if st.udp != nil {
+		return tcpinfo.Apply(st.udp.conn, socketOptions(cfg, st.role))
+	}
+	if err := tcpinfo.Apply(st.conn, socketOptions(cfg, st.role)); err != nil {
+		return err
+	}
+	_ = st.conn.SetNoDelay(cfg.NoDelay)
+	return nil
+}
+
+func (s *Server) inNetns(f func() error) error {
+	if s.InNetns == nil {
+		return f()
+	}
+	return s.InNetns(f)
 }

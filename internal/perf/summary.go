@@ -13,12 +13,7 @@ import (
 func Summarize(run *model.Run) []model.DirectionSummary {
 	var out []model.DirectionSummary
 	for _, dir := range []model.Direction{model.ClientToServer, model.ServerToClient} {
-		ids := map[int]bool{}
-		for _, s := range run.Streams {
-			if s.Direction == dir {
-				ids[s.ID] = true
-			}
-		}
+		ids := run.StreamIDs(dir)
 		if len(ids) == 0 {
 			continue
 		}
@@ -61,6 +56,12 @@ func Summarize(run *model.Run) []model.DirectionSummary {
 			if ids[t.Stream] {
 				sum.ReceiverBytes += t.Bytes
 				sum.Duration = max(sum.Duration, t.Duration)
+				if t.UDP != nil && sum.UDP == nil {
+					c := *t.UDP
+					sum.UDP = &c
+				} else if t.UDP != nil {
+					sum.UDP.Add(t.UDP)
+				}
 			}
 		}
 		// The receiver's clock decides the headline; without a receiver's
@@ -78,6 +79,9 @@ func Summarize(run *model.Run) []model.DirectionSummary {
 		}
 		if rttN > 0 {
 			sum.MeanRTT = rttSum / time.Duration(rttN)
+		}
+		if sum.UDP != nil {
+			sum.LossRate = model.Some(sum.UDP.LossRate())
 		}
 		out = append(out, sum)
 	}

@@ -49,7 +49,14 @@ func (t *Text) Begin(run *model.Run) {
 		fmt.Fprintf(t.w, "buffers requested with -w: %s each (Linux doubles a request, so %s expected where not clamped)\n",
 			c.Window.Binary(), (2 * c.Window).Binary())
 	}
+	udp := c.IsUDP()
 	for _, s := range run.Streams {
+		if udp {
+			fmt.Fprintf(t.w, "[%3d] %s %s ⇄ %s UDP  buffers client snd %s rcv %s, server snd %s rcv %s\n",
+				s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr,
+				s.Client.SndBuf.Binary(), s.Client.RcvBuf.Binary(), s.Server.SndBuf.Binary(), s.Server.RcvBuf.Binary())
+			continue
+		}
 		fmt.Fprintf(t.w, "[%3d] %s %s ⇄ %s  buffers client snd %s rcv %s, server snd %s rcv %s  cc %s/%s\n",
 			s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr,
 			s.Client.SndBuf.Binary(), s.Client.RcvBuf.Binary(), s.Server.SndBuf.Binary(), s.Server.RcvBuf.Binary(),
@@ -61,9 +68,34 @@ func (t *Text) Begin(run *model.Run) {
 	if c.Omit > 0 {
 		fmt.Fprintf(t.w, "intervals marked * began within the first %v (-O); the totals start at that mark\n", c.Omit)
 	}
+	if udp {
+		fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %10s %18s %10s %6s %6s\n",
+			"Interval", "End", "Rate", "Bytes", "Datagrams", "Lost", "Jitter", "Late", "Drops")
+		return
+	}
 	fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
 		"Interval", "End", "Rate", "Bytes", "Retr", "Cwnd", "sRTT (min)", "Window", "Limited rwnd/sndbuf/cwnd/app")
 }
+
+// datagramLine prints a UDP stream's interval: the sender's count, or
+// the receiver's loss, jitter, late (out-of-order) datagrams and socket
+// buffer drops.
+func (t *Text) datagramLine(id int, span string, si *model.StreamInterval) {
+	d := si.UDP
+	if si.Role == model.Sender {
+		fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %10d\n", id+1, span, "sender", t.rate(si.Rate), si.Bytes.Decimal(), d.Packets)
+		return
+	}
+	drops := "-"
+	if v, ok := d.SocketDrops.Get(); ok {
+		drops = fmt.Sprint(v)
+	}
+	fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %10d %18s %10s %6d %6s\n", id+1, span, "receiver", t.rate(si.Rate), si.Bytes.Decimal(),
+		d.Packets, fmt.Sprintf("%d (%.3g%%)", d.Lost, 100*d.LossRate()), fmtJitter(d.Jitter), d.OutOfOrder, drops)
+}
+
+// fmtJitter prints jitter in ms, as iperf3 does, to the microsecond.
+func fmtJitter(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }
 
 func arrow(d model.Direction) string {
 	if d == model.ClientToServer {
@@ -160,18 +192,29 @@ func (t *Text) block(client, server *model.Interval) {
 			if si.Role == model.Sender {
 				sumBytes[0] += si.Bytes
 				sumRetr += si.RetransSegs
+				if si.UDP != nil {
+					sumRetr += uint32(si.UDP.Packets) // datagrams, in that column
+				}
 			} else {
 				sumBytes[1] += si.Bytes
 			}
 		}
 	}
 	if len(ids) > 1 {
-		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s %5d\n", span, "sender", t.rate(model.RateOf(sumBytes[0], dur.Seconds())), sumBytes[0].Decimal(), sumRetr)
+		width := 5
+		if t.run != nil && t.run.Config.IsUDP() {
+			width = 10
+		}
+		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s %*d\n", span, "sender", t.rate(model.RateOf(sumBytes[0], dur.Seconds())), sumBytes[0].Decimal(), width, sumRetr)
 		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s\n", span, "receiver", t.rate(model.RateOf(sumBytes[1], dur.Seconds())), sumBytes[1].Decimal())
 	}
 }
 
 func (t *Text) streamLine(id int, span string, si *model.StreamInterval) {
+	if si.UDP != nil {
+		t.datagramLine(id, span, si)
+		return
+	}
 	s := &si.TCP
 	rtt := fmtDur(s.RTT)
 	if m, ok := s.MinRTT.Get(); ok {
@@ -277,6 +320,17 @@ func (t *Text) End(run *model.Run) error {
 		fmt.Fprintf(t.w, "%s, %s, receiver's time %.2f s\n", arrow(d.Direction), fmtStreams(d.Streams), d.Duration.Seconds())
 		fmt.Fprintf(t.w, "  goodput     %s  (%s received)\n", t.rate(d.Goodput), d.ReceiverBytes.Decimal())
 		fmt.Fprintf(t.w, "  sent        %s  (%s written by the sender)\n", t.rate(d.SenderRate), d.SenderBytes.Decimal())
+		if u := d.UDP; u != nil {
+			fmt.Fprintf(t.w, "  datagrams   %d expected, %d lost (%.4g%%), %d late (out of order), jitter %s\n",
+				u.Packets, u.Lost, 100*u.LossRate(), u.OutOfOrder, fmtJitter(u.Jitter))
+			if v, ok := u.SocketDrops.Get(); ok {
+				fmt.Fprintf(t.w, "  rcv buffer  %d datagrams dropped by the receiver's full socket buffer (on its host, not the path)\n", v)
+			}
+			continue
+		}
+		if run.Config.IsUDP() {
+			continue
+		}
 		retr := fmt.Sprintf("%d segments", d.RetransSegs)
 		if b, ok := d.RetransBytes.Get(); ok {
 			retr += ", " + b.Decimal()
@@ -293,8 +347,14 @@ func (t *Text) End(run *model.Run) error {
 		t.limits(run, d.Direction)
 	}
 	t.ends(run)
+	if run.ServerOutput != "" {
+		fmt.Fprintf(t.w, "server output:\n%s\n", strings.TrimRight(run.ServerOutput, "\n"))
+	}
 	for _, w := range run.Warnings {
 		fmt.Fprintf(t.w, "warning: %s\n", w)
+	}
+	if len(run.Diagnosis) > 0 {
+		return WriteDiagnosis(t.w, run.Diagnosis, t.verbose)
 	}
 	return nil
 }
@@ -345,8 +405,15 @@ func (t *Text) ends(run *model.Run) {
 	fmt.Fprintln(t.w, "per stream, both ends:")
 	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
 		for _, tot := range e.Totals {
-			fmt.Fprintf(t.w, "[%3d] %-6s %-8s %10s in %6.2f s = %12s  retr %d\n",
-				tot.Stream+1, e.Side, tot.Role, tot.Bytes.Decimal(), tot.Duration.Seconds(), t.rate(tot.Rate), tot.RetransSegs)
+			what := fmt.Sprintf("retr %d", tot.RetransSegs)
+			if u := tot.UDP; u != nil {
+				what = fmt.Sprintf("datagrams %d", u.Packets)
+				if tot.Role == model.Receiver {
+					what += fmt.Sprintf(", lost %d, jitter %s", u.Lost, fmtJitter(u.Jitter))
+				}
+			}
+			fmt.Fprintf(t.w, "[%3d] %-6s %-8s %10s in %6.2f s = %12s  %s\n",
+				tot.Stream+1, e.Side, tot.Role, tot.Bytes.Decimal(), tot.Duration.Seconds(), t.rate(tot.Rate), what)
 		}
 	}
 }

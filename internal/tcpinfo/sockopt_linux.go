@@ -31,6 +31,8 @@ type rawRead struct {
 	ccLen     int
 	ccInfo    [32]byte // union tcp_cc_info: 20 bytes for BBR
 	ccInfoLen int
+	inq, outq int // SIOCINQ and SIOCOUTQ (TIOCINQ and TIOCOUTQ)
+	queuesOK  bool
 	err       error
 }
 
@@ -61,6 +63,9 @@ func Read(c syscall.Conn) (model.Sample, error) {
 		return model.Sample{}, err
 	}
 	s.Congestion = ccName(r.cc[:r.ccLen])
+	if r.queuesOK {
+		s.RecvQ, s.SendQ = model.Some(model.Bytes(r.inq)), model.Some(model.Bytes(r.outq))
+	}
 	// Zero bytes of TCP_CC_INFO means the algorithm changed between the two
 	// calls to one without get_info: no BBR model, and no error either.
 	if r.ccInfoLen > 0 {
@@ -80,6 +85,14 @@ func (r *rawRead) read(fd uintptr) {
 	if r.ccLen, err = getsockopt(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, r.cc[:]); err != nil {
 		r.err = fmt.Errorf("getsockopt TCP_CONGESTION: %w", err)
 		return
+	}
+	// The socket's queues, as ss shows them: unread bytes (SIOCINQ) and
+	// bytes not yet acknowledged (SIOCOUTQ). Optional: a failure leaves
+	// them absent.
+	inq, err1 := unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+	outq, err2 := unix.IoctlGetInt(int(fd), unix.TIOCOUTQ)
+	if err1 == nil && err2 == nil {
+		r.inq, r.outq, r.queuesOK = inq, outq, true
 	}
 	// The kernel copies the whole name field: cut at the first NUL.
 	if i := bytes.IndexByte(r.cc[:r.ccLen], 0); i >= 0 {
@@ -190,6 +203,24 @@ func MSS(c syscall.Conn) (int, error) {
 		return nil
 	})
 	return mss, err
+}
+
+// PathMTU reports the path MTU the kernel knows for a connected socket's
+// destination (IP_MTU, or IPV6_MTU on an IPv6 socket): the route's MTU,
+// lowered by any ICMP "too big" heard since.
+func PathMTU(c syscall.Conn) (int, error) {
+	var mtu int
+	err := control(c, "get IP_MTU", func(fd int) error {
+		var err error
+		mtu, err = unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU)
+		if err != nil {
+			if mtu, err = unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_MTU); err != nil {
+				return fmt.Errorf("get IP_MTU: %w", err)
+			}
+		}
+		return nil
+	})
+	return mtu, err
 }
 
 // SetMaxPacingRate caps the rate the kernel paces the socket at

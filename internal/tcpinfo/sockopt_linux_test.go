@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -344,5 +345,33 @@ func BenchmarkRead(b *testing.B) {
 		if _, err := Read(client); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestQueues: bytes written by the peer and not read show in RecvQ, and
+// the writer's SendQ empties once they are acknowledged.
+func TestQueues(t *testing.T) {
+	client, server := loopbackPair(t, SocketOptions{})
+	const n = 10_000
+	if _, err := client.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s, err := Read(server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Read(client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.RecvQ.V == n && c.SendQ.OK && c.SendQ.V == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server RecvQ %v, client SendQ %v; want %d and 0", s.RecvQ, c.SendQ, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

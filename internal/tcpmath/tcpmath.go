@@ -10,7 +10,7 @@ import (
 // MathisC is the constant of the Mathis bound for periodic loss with
 // delayed ACKs off, √(3/2). NDT used 1; the Cisco slides use 0.7 (delayed
 // ACKs); callers choose.
-var MathisC = math.Sqrt(1.5)
+const MathisC = 1.2247448713915890 // √(3/2)
 
 // FiberSpeed is the speed of light in fiber the Networkers 2004 slides
 // use, in km/s (about 2/3 of c in vacuum).

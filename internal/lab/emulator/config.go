@@ -47,10 +47,12 @@ type Config struct {
 type Direction struct {
 	// Delay is the one-way propagation delay, added after the bottleneck.
 	Delay time.Duration
-	// Jitter is the standard deviation of a normal variation added to
-	// Delay per packet, truncated at ±3 SD; the delay never goes below 0
-	// and jitter never reorders (see the package doc).
+	// Jitter is the standard deviation of a variation added to Delay per
+	// packet, drawn from JitterDist; the delay never goes below 0 and
+	// jitter never reorders (see the package doc).
 	Jitter time.Duration
+	// JitterDist is the shape of the jitter; the zero value is Normal.
+	JitterDist Distribution
 	// Rate is the bottleneck rate, counting whole IP packets; 0 means no
 	// bottleneck.
 	Rate model.Bitrate
@@ -77,6 +79,49 @@ type Direction struct {
 	// with 1 it recovers after some retransmission timeouts (3 to 7 s at
 	// a 200 ms RTO in trials).
 	BlackHole bool
+}
+
+// Distribution is the shape of a Direction's jitter. Every shape is
+// scaled to mean 0 and standard deviation Direction.Jitter, so switching
+// shapes keeps the average delay and the spread and changes only how the
+// spread is made.
+type Distribution int
+
+// Jitter distributions.
+const (
+	// Normal: the bell curve, truncated at ±3 SD (redrawn outside), which
+	// leaves an SD of 0.987 Jitter.
+	Normal Distribution = iota
+	// Uniform: flat over ±√3 SD (netem's jitter without a table is flat
+	// over ±jitter, which is √3 times less spread for the same number).
+	Uniform
+	// Pareto: heavy-tailed to the late side (shape α = 3, the one with
+	// a finite variance), truncated at 20 times its minimum: most packets
+	// arrive a little early, a few very late. The earliest is 0.64 SD
+	// before Delay, the latest 23.7 SD after.
+	Pareto
+	// ParetoNormal: a quarter normal and three quarters Pareto, summed
+	// and rescaled (the mix netem's paretonormal table is built from).
+	ParetoNormal
+)
+
+var distNames = [...]string{Normal: "normal", Uniform: "uniform", Pareto: "pareto", ParetoNormal: "paretonormal"}
+
+func (d Distribution) String() string {
+	if d >= 0 && int(d) < len(distNames) {
+		return distNames[d]
+	}
+	return fmt.Sprintf("Distribution(%d)", int(d))
+}
+
+// ParseDistribution reads a distribution's name as String writes it.
+func ParseDistribution(s string) (Distribution, error) {
+	for i, n := range distNames {
+		if s == n {
+			return Distribution(i), nil
+		}
+	}
+	return 0, fmt.Errorf("jitter distribution %q: want normal, uniform, pareto or paretonormal", s)
 }
 
 // Queue is the limit of a bottleneck's drop-tail queue: the first non-zero
@@ -187,6 +232,8 @@ func (d Direction) validate() error {
 	switch {
 	case d.Delay < 0 || d.Jitter < 0:
 		return fmt.Errorf("delay %v and jitter %v must not be negative", d.Delay, d.Jitter)
+	case d.JitterDist < Normal || d.JitterDist > ParetoNormal:
+		return fmt.Errorf("jitter distribution %v: want Normal, Uniform, Pareto or ParetoNormal", d.JitterDist)
 	case math.IsNaN(r) || math.IsInf(r, 0) || r < 0:
 		return fmt.Errorf("rate %v: want a finite rate ≥ 0", d.Rate)
 	case r > 0 && d.Rate < minRate:

@@ -20,7 +20,8 @@
 // Device from a Linux TUN device (golang.zx2c4.com/wireguard/tun) with
 // offloads: the kernel hands over TCP super-packets of up to 64 KiB, which a
 // read splits into MTU-sized packets, and a batched write coalesces
-// consecutive segments again (GRO). The emulator always works on the split
+// consecutive segments again (GRO); where the kernel refuses offloads it
+// falls back to CreateRawTUN, one packet per system call. The emulator always works on the split
 // packets: the emulated MTU, the rate and every loss apply per packet, as on
 // a wire.
 //
@@ -79,8 +80,9 @@
 //     default 100 ms of the rate, and at least 10 packets of 1500 bytes).
 //     The packet being serialized does not count against the limit.
 //  5. The delay line: propagation delay (Direction.Delay) plus jitter, drawn
-//     per packet from a normal distribution with standard deviation
-//     Direction.Jitter, redrawn when outside ±3 SD, and the total delay
+//     per packet with mean 0 and standard deviation Direction.Jitter from
+//     the shape Direction.JitterDist (normal truncated at ±3 SD, uniform,
+//     Pareto or a Pareto-normal mix; see Distribution), and the total delay
 //     clamped at 0. Jitter never reorders: a packet that would overtake the
 //     one ahead of it leaves together with it instead (behind it), so with
 //     jitter the per-packet delays of a dense stream bunch up at the top of

@@ -232,16 +232,59 @@ func (p *path) admit(now time.Duration, size int) bool {
 	return true
 }
 
-// delay draws the packet's delay in the line: Delay plus truncated normal
-// jitter, at least 0.
+// delay draws the packet's delay in the line: Delay plus jitter, at
+// least 0.
 func (p *path) delay() time.Duration {
 	d := p.d.Delay
 	if p.d.Jitter > 0 {
-		z := p.rng.NormFloat64()
-		for math.Abs(z) > 3 {
-			z = p.rng.NormFloat64()
-		}
-		d += time.Duration(z * float64(p.d.Jitter))
+		d += time.Duration(p.jitter() * float64(p.d.Jitter))
 	}
 	return max(d, 0)
+}
+
+// The Pareto jitter: shape α = 3, scale 1, truncated at paretoMax (a
+// delay of hundreds of SDs would only stall the test). On [1, c] the
+// density is 3x⁻⁴/(1−c⁻³), so with F = 1−c⁻³ the mean is 1.5(1−c⁻²)/F and
+// E[X²] = 3(1−1/c)/F; the constants are those at c = 20, and
+// TestParetoConstants checks them.
+const (
+	paretoShape = 3
+	paretoMax   = 20
+	paretoMean  = 1.496437054631829
+	paretoSD    = 0.7816856376201579
+)
+
+// jitter draws one standardized variation: mean 0, SD 1, shaped by
+// Direction.JitterDist.
+func (p *path) jitter() float64 {
+	switch p.d.JitterDist {
+	case Uniform:
+		return math.Sqrt(3) * (2*p.rng.Float64() - 1)
+	case Pareto:
+		return p.pareto()
+	case ParetoNormal:
+		// Var(0.25·N + 0.75·P) = 0.0625 + 0.5625 for standardized N, P.
+		return (0.25*p.normal() + 0.75*p.pareto()) / math.Sqrt(0.625)
+	}
+	return p.normal()
+}
+
+// normal is a standard normal draw truncated at ±3.
+func (p *path) normal() float64 {
+	for {
+		if z := p.rng.NormFloat64(); math.Abs(z) <= 3 {
+			return z
+		}
+	}
+}
+
+// pareto is a standardized draw of the truncated Pareto, by inversion
+// (redrawn above paretoMax, as the truncation means).
+func (p *path) pareto() float64 {
+	for {
+		u := 1 - p.rng.Float64() // (0, 1]: no division by zero
+		if x := math.Pow(u, -1.0/paretoShape); x <= paretoMax {
+			return (x - paretoMean) / paretoSD
+		}
+	}
 }

@@ -449,3 +449,72 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestJitterDistributions(t *testing.T) {
+	// Sparse packets: each delay is a draw. Every shape has mean 0 and SD
+	// Jitter (the truncated normal 0.987); the shapes differ in range and
+	// skew.
+	const delay, jitter = 50 * time.Millisecond, 4 * time.Millisecond
+	for _, tc := range []struct {
+		dist             Distribution
+		sd               float64
+		lo, hi           float64 // standardized range every draw must lie in
+		skewMin, skewMax float64
+	}{
+		{Normal, 0.9866, -3, 3, -0.1, 0.1},
+		{Uniform, 1, -math.Sqrt(3), math.Sqrt(3), -0.1, 0.1},
+		{Pareto, 1, -0.636, 23.68, 1.5, math.Inf(1)},
+		{ParetoNormal, 1, -1.6, 23.5, 1, math.Inf(1)},
+	} {
+		t.Run(tc.dist.String(), func(t *testing.T) {
+			path, _ := testPath(Direction{Delay: delay, Jitter: jitter, JitterDist: tc.dist}, 3)
+			const n = 100_000
+			zs := make([]float64, n)
+			var sum float64
+			for i := range zs {
+				now := time.Duration(i) * time.Second
+				f := path.arrive(now, 100)
+				z := float64(f.leave[0]-now-delay) / float64(jitter)
+				if z < tc.lo-1e-6 || z > tc.hi+1e-6 {
+					t.Fatalf("draw %d: %.3f SD, outside [%.3f, %.3f]", i, z, tc.lo, tc.hi)
+				}
+				zs[i] = z
+				sum += z
+			}
+			mean := sum / n
+			var m2, m3 float64
+			for _, z := range zs {
+				m2 += (z - mean) * (z - mean)
+				m3 += (z - mean) * (z - mean) * (z - mean)
+			}
+			sd := math.Sqrt(m2 / n)
+			skew := m3 / n / (sd * sd * sd)
+			if math.Abs(mean) > 0.02 || math.Abs(sd-tc.sd) > 0.03 || skew < tc.skewMin || skew > tc.skewMax {
+				t.Errorf("mean %.3f SD, SD %.3f, skew %.2f; want 0, %.3f, skew in [%.1f, %.1f]",
+					mean, sd, skew, tc.sd, tc.skewMin, tc.skewMax)
+			}
+		})
+	}
+	for _, s := range []string{"normal", "uniform", "pareto", "paretonormal"} {
+		d, err := ParseDistribution(s)
+		if err != nil || d.String() != s {
+			t.Errorf("ParseDistribution(%q) = %v, %v", s, d, err)
+		}
+	}
+	if _, err := ParseDistribution("gaussian"); err == nil {
+		t.Error("ParseDistribution(gaussian): no error")
+	}
+	if err := (Config{AtoB: Direction{JitterDist: 9}}).Validate(); err == nil {
+		t.Error("Validate accepted distribution 9")
+	}
+}
+
+func TestParetoConstants(t *testing.T) {
+	const c = paretoMax
+	f := 1 - math.Pow(c, -paretoShape)
+	mean := 1.5 * (1 - math.Pow(c, -2)) / f
+	sd := math.Sqrt(3*(1-1.0/c)/f - mean*mean)
+	if math.Abs(mean-paretoMean) > 1e-12 || math.Abs(sd-paretoSD) > 1e-12 {
+		t.Errorf("truncated Pareto: mean %v SD %v, constants say %v and %v", mean, sd, paretoMean, paretoSD)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/lab/profile"
@@ -21,7 +22,7 @@ func run(t *testing.T, name, path string) *experiment.Result {
 		t.Fatal(err)
 	}
 	env := experiment.Env{
-		Build: experiment.LabBuilder("test"), Profiles: set, Path: path, Quick: true,
+		Build: experiment.LabBuilder("test", lab.Auto, nil), Profiles: set, Path: path, Quick: true,
 		Duration: 3 * time.Second, Omit: time.Second, Repeat: 1,
 		Progress: t.Logf,
 	}

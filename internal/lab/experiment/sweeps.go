@@ -178,7 +178,7 @@ func mtuSweep(ctx context.Context, x *exp) (*Result, error) {
 	lin := report.Series{Name: "linear in MSS (per-packet loss)", Model: true}
 	sq := report.Series{Name: "√MTU (bit-error loss)", Model: true}
 	t := &report.Table{
-		Title:   fmt.Sprintf("goodput against MTU, %s (%v, %v RTT, loss %g%%)", x.Path, x.path.Rate, x.path.RTT, 100*x.path.Loss),
+		Title:   fmt.Sprintf("goodput against MTU, %s (%v, %v RTT, loss %g%%)", x.Path, x.path.Rate, x.path.RTT, 100*x.path.MeanLoss()),
 		Columns: []string{"MTU", "n", "mean Mbit/s", "95% CI", "linear model", "√MTU model"},
 	}
 	for i := range res.Points {
@@ -252,7 +252,7 @@ func tuning(ctx context.Context, x *exp) (*Result, error) {
 // (0.1% is added when the path has none).
 func ccCompare(ctx context.Context, x *exp) (*Result, error) {
 	path := x.path
-	if path.Loss == 0 {
+	if path.MeanLoss() == 0 {
 		path.Loss = 0.001
 	}
 	res := &Result{}
@@ -265,7 +265,7 @@ func ccCompare(ctx context.Context, x *exp) (*Result, error) {
 				return err
 			}
 			p.X = float64(i)
-			p.Model = math.Min(float64(tcpmath.Mathis(mss(&path), path.RTT, path.Loss, x.MathisC)), capacity(&path))
+			p.Model = math.Min(float64(tcpmath.Mathis(mss(&path), path.RTT, path.MeanLoss(), x.MathisC)), capacity(&path))
 			res.Points = append(res.Points, p)
 		}
 		return nil
@@ -273,7 +273,7 @@ func ccCompare(ctx context.Context, x *exp) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	title := fmt.Sprintf("congestion control on %s (%v, %v RTT, loss %g%%)", x.Path, path.Rate, path.RTT, 100*path.Loss)
+	title := fmt.Sprintf("congestion control on %s (%v, %v RTT, loss %g%%)", x.Path, path.Rate, path.RTT, 100*path.MeanLoss())
 	res.Table = pointsTable(title, "algorithm", res.Points, true)
 	res.Table.Notes = []string{"model: the Mathis bound, which loss-based algorithms (reno, cubic) obey and bbr, which does not treat loss as congestion, need not"}
 	res.Chart = barChart(title, res.Points)
@@ -294,7 +294,7 @@ func parallel(ctx context.Context, x *exp) (*Result, error) {
 				return err
 			}
 			p.X = float64(n)
-			one := float64(tcpmath.Mathis(mss(&x.path), x.path.RTT, x.path.Loss, x.MathisC))
+			one := float64(tcpmath.Mathis(mss(&x.path), x.path.RTT, x.path.MeanLoss(), x.MathisC))
 			p.Model = math.Min(float64(n)*one, capacity(&x.path))
 			res.Points = append(res.Points, p)
 		}
@@ -303,7 +303,7 @@ func parallel(ctx context.Context, x *exp) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	title := fmt.Sprintf("parallel streams on %s (%v, %v RTT, loss %g%%)", x.Path, x.path.Rate, x.path.RTT, 100*x.path.Loss)
+	title := fmt.Sprintf("parallel streams on %s (%v, %v RTT, loss %g%%)", x.Path, x.path.Rate, x.path.RTT, 100*x.path.MeanLoss())
 	res.Table = pointsTable(title, "streams", res.Points, true)
 	res.Table.Notes = []string{"model: N × the Mathis bound of one stream, at most the path's payload rate"}
 	res.Chart = chartOf(title, "parallel streams", false, res.Points, "N × Mathis")

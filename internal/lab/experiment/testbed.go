@@ -13,11 +13,29 @@ import (
 )
 
 // LabBuilder returns a Builder of real testbeds: network namespaces for A
-// and B joined by the path, a tcpscope server in B, clients run in A.
-func LabBuilder(version string) Builder {
+// and B joined by the path, a tcpscope server in B, clients run in A. The
+// backend carries the path (see lab.Backend); note, if not nil, hears
+// which one did, on the first testbed and whenever it changes.
+func LabBuilder(version string, backend lab.Backend, note func(format string, args ...any)) Builder {
+	var last lab.Backend // Auto: none built yet
 	return func(ctx context.Context, path profile.Path, a, b profile.Host) (Testbed, error) {
-		return newLabTestbed(ctx, version, PairConfig(path, a, b))
+		cfg := PairConfig(path, a, b)
+		cfg.Backend = backend
+		tb, err := newLabTestbed(ctx, version, cfg)
+		if err == nil && note != nil && tb.pair.Backend() != last {
+			last = tb.pair.Backend()
+			note("path %s carried by %s", path.Name, backendName(last))
+		}
+		return tb, err
 	}
+}
+
+// backendName says what a backend is, for a reader.
+func backendName(b lab.Backend) string {
+	if b == lab.UseNetem {
+		return "kernel netem in a router namespace"
+	}
+	return "tcpscope's userspace emulator"
 }
 
 // PairConfig is the lab configuration of a path between hosts tuned as a
@@ -25,16 +43,9 @@ func LabBuilder(version string) Builder {
 // userspace emulator carries the path, the delay split evenly between the
 // two directions.
 func PairConfig(path profile.Path, a, b profile.Host) lab.PairConfig {
-	dir := func(rate model.Bitrate) emulator.Direction {
-		d := emulator.Direction{Delay: path.RTT / 2, Rate: rate, Loss: path.Loss, MTU: path.MTU}
-		if path.Queue > 0 {
-			d.Queue = emulator.Queue{Time: path.Queue}
-		}
-		return d
-	}
 	return lab.PairConfig{
 		MTU:      path.MTU,
-		Emulated: &emulator.Config{AtoB: dir(path.Rate), BtoA: dir(path.RateBack)},
+		Emulated: &emulator.Config{AtoB: path.Direction(path.Rate), BtoA: path.Direction(path.RateBack)},
 		A:        hostConfig(a),
 		B:        hostConfig(b),
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -25,9 +26,17 @@ type Path struct {
 	Rate        model.Bitrate // A→B bottleneck; 0: none
 	RateBack    model.Bitrate // B→A bottleneck (defaults to Rate); 0: none
 	RTT         time.Duration
-	Loss        float64       // random loss, each direction
-	Queue       time.Duration // bottleneck queue at its rate (0: the emulator's default)
-	MTU         int           // 0: 1500
+	Loss        float64        // random loss, each direction
+	Queue       emulator.Queue // bottleneck queue (zero: the emulator's default)
+	MTU         int            // 0: 1500
+
+	// The rest apply to both directions, as the emulator defines them.
+	Jitter     time.Duration
+	JitterDist emulator.Distribution
+	Reorder    float64
+	Duplicate  float64
+	BurstLoss  *emulator.GilbertElliott // nil: none
+	BlackHole  bool                     // drop oversize packets silently (needs MTU)
 }
 
 // BDP is the path's bandwidth-delay product at its A→B rate.
@@ -121,13 +130,28 @@ type file struct {
 }
 
 type pathFile struct {
-	Description string  `toml:"description"`
-	Rate        string  `toml:"rate"`
-	RateBack    string  `toml:"rate_back"`
-	RTT         string  `toml:"rtt"`
-	Loss        float64 `toml:"loss"`
-	Queue       string  `toml:"queue"`
-	MTU         int     `toml:"mtu"`
+	Description string         `toml:"description"`
+	Rate        string         `toml:"rate"`
+	RateBack    string         `toml:"rate_back"`
+	RTT         string         `toml:"rtt"`
+	Loss        float64        `toml:"loss"`
+	Queue       string         `toml:"queue"`
+	MTU         int            `toml:"mtu"`
+	Jitter      string         `toml:"jitter"`
+	JitterDist  string         `toml:"jitter_distribution"`
+	Reorder     float64        `toml:"reorder"`
+	Duplicate   float64        `toml:"duplicate"`
+	BurstLoss   *burstLossFile `toml:"burst_loss"`
+	BlackHole   bool           `toml:"black_hole"`
+}
+
+// burstLossFile is a Gilbert–Elliott loss model: p and r are the
+// per-packet chances of entering and leaving the bad state.
+type burstLossFile struct {
+	P        float64 `toml:"p"`
+	R        float64 `toml:"r"`
+	LossBad  float64 `toml:"loss_bad"`
+	LossGood float64 `toml:"loss_good"`
 }
 
 type hostFile struct {
@@ -192,21 +216,91 @@ func (pf pathFile) path(name string) (Path, error) {
 		return p, fmt.Errorf("rtt: %w", err)
 	}
 	if pf.Queue != "" {
-		if p.Queue, err = time.ParseDuration(pf.Queue); err != nil {
+		if p.Queue, err = parseQueue(pf.Queue); err != nil {
 			return p, fmt.Errorf("queue: %w", err)
 		}
+	}
+	if pf.Jitter != "" {
+		if p.Jitter, err = time.ParseDuration(pf.Jitter); err != nil {
+			return p, fmt.Errorf("jitter: %w", err)
+		}
+	}
+	if pf.JitterDist != "" {
+		if p.JitterDist, err = emulator.ParseDistribution(pf.JitterDist); err != nil {
+			return p, err
+		}
+	}
+	p.Reorder, p.Duplicate, p.BlackHole = pf.Reorder, pf.Duplicate, pf.BlackHole
+	if b := pf.BurstLoss; b != nil {
+		p.BurstLoss = &emulator.GilbertElliott{P: b.P, R: b.R, LossBad: b.LossBad, LossGood: b.LossGood}
 	}
 	switch {
 	case p.Rate < 0 || p.RateBack < 0:
 		return p, errors.New("rates must not be negative")
-	case p.RTT < 0 || p.Queue < 0:
-		return p, errors.New("rtt and queue must not be negative")
+	case p.RTT < 0 || p.Jitter < 0:
+		return p, errors.New("rtt and jitter must not be negative")
 	case p.Loss < 0 || p.Loss > 1:
 		return p, fmt.Errorf("loss %v outside 0..1", p.Loss)
 	case p.MTU != 0 && (p.MTU < 576 || p.MTU > 65535):
 		return p, fmt.Errorf("mtu %d outside 576..65535", p.MTU)
+	case p.BlackHole && p.MTU == 0:
+		return p, errors.New("black_hole needs an mtu: it drops what exceeds it")
+	}
+	// The emulator checks the rest (probabilities, the burst model).
+	if err := (emulator.Config{AtoB: p.Direction(p.Rate)}).Validate(); err != nil {
+		return p, errors.New(strings.TrimPrefix(err.Error(), "emulator: A→B: "))
 	}
 	return p, nil
+}
+
+// MeanLoss is the long-run share of packets lost in one direction: random
+// and bursty loss together. (Bursts lose several packets per congestion
+// signal, so a model by loss events, as Mathis's, reads it pessimistically.)
+func (p Path) MeanLoss() float64 {
+	if p.BurstLoss == nil {
+		return p.Loss
+	}
+	return 1 - (1-p.Loss)*(1-p.BurstLoss.MeanLoss())
+}
+
+// Direction is one direction of the path as the emulator takes it, at
+// the given bottleneck rate: half the RTT, and every impairment.
+func (p Path) Direction(rate model.Bitrate) emulator.Direction {
+	d := emulator.Direction{Delay: p.RTT / 2, Rate: rate, Queue: p.Queue, Loss: p.Loss, MTU: p.MTU,
+		Jitter: p.Jitter, JitterDist: p.JitterDist, Reorder: p.Reorder, Duplicate: p.Duplicate,
+		BlackHole: p.BlackHole}
+	if p.BurstLoss != nil {
+		ge := *p.BurstLoss
+		d.GE = &ge
+	}
+	return d
+}
+
+// parseQueue reads a queue limit: a time at the bottleneck's rate
+// ("100ms"), a number of packets ("64 packets", "64p") or a size
+// ("256KiB", "1MB").
+func parseQueue(s string) (emulator.Queue, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return emulator.Queue{}, fmt.Errorf("%q: want a positive time", s)
+		}
+		return emulator.Queue{Time: d}, nil
+	}
+	for _, suffix := range []string{"packets", "packet", "p"} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			v, err := strconv.Atoi(strings.TrimSpace(n))
+			if err != nil || v <= 0 {
+				return emulator.Queue{}, fmt.Errorf("%q: want a positive whole number of packets", s)
+			}
+			return emulator.Queue{Packets: v}, nil
+		}
+	}
+	b, err := model.ParseBytes(s)
+	if err != nil || b <= 0 {
+		return emulator.Queue{}, fmt.Errorf("%q: want a time (100ms), packets (64p) or a size (256KiB)", s)
+	}
+	return emulator.Queue{Bytes: b}, nil
 }
 
 func (hf hostFile) host(name string) (Host, error) {

@@ -1,10 +1,12 @@
 package profile
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -60,16 +62,22 @@ func TestTunedFollowsThePath(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	cases := map[string]string{
-		"[path.x]\nrate = \"1G\"\n":                                   "rate and rtt are required",
-		"[path.x]\nrate = \"fast\"\nrtt = \"1ms\"\n":                  "bad unit",
-		"[path.x]\nrate = \"1G\"\nrtt = \"soon\"\n":                   "rtt",
-		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nloss = 2\n":          "loss",
-		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nlatency = \"1ms\"\n": "unknown setting",
-		"[host.h]\nrmem = \"1 2\"\n":                                  "three sizes",
-		"[host.h]\nrmem = \"9 2 3\"\n":                                "min ≤ default ≤ max",
-		"[host.h]\nmss = 20\n":                                        "mss",
-		"[host.h]\nbuffers_bdp = 2.0\nrmem = \"1 2 3\"\n":             "together",
-		"not toml at all = = =":                                       "profiles",
+		"[path.x]\nrate = \"1G\"\n":                                                 "rate and rtt are required",
+		"[path.x]\nrate = \"fast\"\nrtt = \"1ms\"\n":                                "bad unit",
+		"[path.x]\nrate = \"1G\"\nrtt = \"soon\"\n":                                 "rtt",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nloss = 2\n":                        "loss",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nlatency = \"1ms\"\n":               "unknown setting",
+		"[host.h]\nrmem = \"1 2\"\n":                                                "three sizes",
+		"[host.h]\nrmem = \"9 2 3\"\n":                                              "min ≤ default ≤ max",
+		"[host.h]\nmss = 20\n":                                                      "mss",
+		"[host.h]\nbuffers_bdp = 2.0\nrmem = \"1 2 3\"\n":                           "together",
+		"not toml at all = = =":                                                     "profiles",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nqueue = \"lots\"\n":                "want a time (100ms), packets (64p) or a size",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nqueue = \"-3p\"\n":                 "positive whole number of packets",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\njitter_distribution = \"gauss\"\n": "want normal, uniform",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nblack_hole = true\n":               "needs an mtu",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nreorder = 1.5\n":                   "reorder 1.5",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\n[path.x.burst_loss]\np = -1\n":     "GE P",
 	}
 	for in, want := range cases {
 		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
@@ -104,4 +112,61 @@ func builtinSet(t *testing.T) Set {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func TestPathImpairments(t *testing.T) {
+	s, err := Parse([]byte(`
+[path.rough]
+rate = "50M"
+rtt = "30ms"
+queue = "64p"
+jitter = "2ms"
+jitter_distribution = "pareto"
+reorder = 0.01
+duplicate = 0.001
+mtu = 1400
+black_hole = true
+[path.rough.burst_loss]
+p = 0.001
+r = 0.3
+loss_bad = 0.5
+
+[path.bytes]
+rate = "10M"
+rtt = "10ms"
+queue = "256KiB"
+
+[path.timed]
+rate = "10M"
+rtt = "10ms"
+queue = "50ms"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Paths["rough"].Direction(50 * model.MbitPerSecond)
+	want := emulator.Direction{Delay: 15 * time.Millisecond, Rate: 50 * model.MbitPerSecond,
+		Queue: emulator.Queue{Packets: 64}, Jitter: 2 * time.Millisecond, JitterDist: emulator.Pareto,
+		Reorder: 0.01, Duplicate: 0.001, MTU: 1400, BlackHole: true}
+	if d.GE == nil || *d.GE != (emulator.GilbertElliott{P: 0.001, R: 0.3, LossBad: 0.5}) {
+		t.Errorf("burst loss = %+v", d.GE)
+	}
+	d.GE = nil
+	if d != want {
+		t.Errorf("Direction = %+v\nwant        %+v", d, want)
+	}
+	rough := s.Paths["rough"]
+	if got, want := rough.MeanLoss(), rough.BurstLoss.MeanLoss(); math.Abs(got-want) > 1e-15 || want <= 0 {
+		t.Errorf("MeanLoss = %v, want the burst model's %v", got, want)
+	}
+	rough.Loss = 0.01
+	if got, want := rough.MeanLoss(), 1-0.99*(1-rough.BurstLoss.MeanLoss()); math.Abs(got-want) > 1e-15 {
+		t.Errorf("MeanLoss with random loss too = %v, want %v", got, want)
+	}
+	if q := s.Paths["bytes"].Queue; q != (emulator.Queue{Bytes: 256 * model.KiB}) {
+		t.Errorf("queue 256KiB = %+v", q)
+	}
+	if q := s.Paths["timed"].Queue; q != (emulator.Queue{Time: 50 * time.Millisecond}) {
+		t.Errorf("queue 50ms = %+v", q)
+	}
 }

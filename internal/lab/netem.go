@@ -1,0 +1,185 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// Backend is what carries an emulated path (PairConfig.Emulated).
+type Backend int
+
+// Backends. Auto uses kernel netem when the kernel has it and netem can
+// reproduce the path as the emulator defines it, and the emulator
+// otherwise.
+const (
+	Auto Backend = iota
+	// UseEmulator: the userspace emulator over TUN devices.
+	UseEmulator
+	// UseNetem: the router R with kernel qdiscs, netem for delay, tbf for
+	// the bottleneck (see RouterPaths).
+	UseNetem
+)
+
+var backendNames = [...]string{Auto: "auto", UseEmulator: "emulator", UseNetem: "netem"}
+
+func (b Backend) String() string {
+	if b >= 0 && int(b) < len(backendNames) {
+		return backendNames[b]
+	}
+	return fmt.Sprintf("Backend(%d)", int(b))
+}
+
+// ParseBackend reads a backend's name as String writes it.
+func ParseBackend(s string) (Backend, error) {
+	for i, n := range backendNames {
+		if s == n {
+			return Backend(i), nil
+		}
+	}
+	return 0, fmt.Errorf("backend %q: want auto, emulator or netem", s)
+}
+
+// ErrNoNetem: the kernel has no sch_netem.
+var ErrNoNetem = errors.New("lab: this kernel has no netem qdisc (sch_netem)")
+
+// netemLimit is netem's own queue, in packets: it holds every packet in
+// the delay line, so it must exceed the most a path ever has in flight
+// (1 Gbit/s × 150 ms is 12,500 full-size packets, and their ACKs). The
+// bottleneck's drop-tail queue is tbf's limit, not this.
+const netemLimit = 1_000_000
+
+// RouterPaths translates an emulator configuration into the router's
+// per-direction Paths, for the netem backend, or says why netem cannot
+// reproduce it as the emulator defines it:
+//   - jitter: netem sorts jittered packets by their send time, so they
+//     overtake each other, where the emulator's jitter never reorders;
+//   - reordering: netem sends a reordered packet at once, without its
+//     delay, where the emulator's keeps its delay and overtakes one packet;
+//   - a Seed: netem's randomness cannot be seeded.
+//
+// The rest maps one to one, in this order in R: random loss (nftables, on
+// arrival), then netem (Gilbert–Elliott loss, duplication, delay), then
+// tbf (the bottleneck and its drop-tail queue). The emulator delays after
+// the bottleneck; for one bottleneck the sum is the same. tbf counts
+// Ethernet frames where the emulator counts IP packets, so the tbf rate is
+// raised by (MTU+14)/MTU: full-size packets then cross at exactly the
+// emulator's rate (small ones, ACKs, slightly slower). The queue becomes
+// bytes (packets × MTU, or time × rate).
+func RouterPaths(c emulator.Config, mtu int) (atob, btoa Path, err error) {
+	if err := c.Validate(); err != nil {
+		return Path{}, Path{}, fmt.Errorf("lab: %w", err)
+	}
+	if c.Seed != 0 {
+		return Path{}, Path{}, errors.New("lab: netem cannot seed its randomness; use the emulator for a repeatable path")
+	}
+	if mtu == 0 {
+		mtu = defaultMTU
+	}
+	conv := func(name emulator.Dir, d emulator.Direction) (Path, error) {
+		switch {
+		case d.Jitter > 0:
+			return Path{}, fmt.Errorf("lab: %s: netem reorders jittered packets; the emulator's jitter keeps their order", name)
+		case d.Reorder > 0:
+			return Path{}, fmt.Errorf("lab: %s: netem's reordering skips the delay; the emulator's keeps it", name)
+		}
+		p := Path{Loss: d.Loss, Delay: d.Delay, Duplicate: d.Duplicate, MTU: d.MTU, BlackHole: d.BlackHole}
+		if d.GE != nil {
+			ge := *d.GE
+			p.GE = &ge
+		}
+		if d.Rate > 0 {
+			frame := float64(mtu+ethHeader) / float64(mtu)
+			p.Rate = model.Bitrate(float64(d.Rate) * frame)
+			var bytes model.Bytes
+			switch q := d.Queue; {
+			case q.Packets > 0:
+				bytes = model.Bytes(q.Packets * mtu)
+			case q.Bytes > 0:
+				bytes = q.Bytes
+			case q.Time > 0:
+				bytes = model.Bytes(d.Rate.BytesPerSecond() * q.Time.Seconds())
+			default:
+				bytes = emulator.DefaultQueue(d.Rate).Bytes
+			}
+			p.Queue = time.Duration(float64(bytes) / p.Rate.BytesPerSecond() * float64(time.Second))
+		}
+		return p, nil
+	}
+	if atob, err = conv(emulator.AtoB, c.AtoB); err != nil {
+		return Path{}, Path{}, err
+	}
+	if btoa, err = conv(emulator.BtoA, c.BtoA); err != nil {
+		return Path{}, Path{}, err
+	}
+	return atob, btoa, nil
+}
+
+// needsNetem reports whether p has impairments only netem provides.
+func (p Path) needsNetem() bool { return p.Delay > 0 || p.Duplicate > 0 || p.GE != nil }
+
+// netemArgs is the tc command (after "tc -n NS") that installs p's netem
+// as link's root qdisc, handle 1:, under which tbfArgs then hangs the
+// bottleneck. netem takes percentages; six decimals keep 1e-8.
+func (p Path) netemArgs(link string) []string {
+	pct := func(f float64) string { return strconv.FormatFloat(100*f, 'f', -1, 64) + "%" }
+	args := []string{"qdisc", "replace", "dev", link, "root", "handle", "1:", "netem",
+		"limit", strconv.Itoa(netemLimit)}
+	if p.Delay > 0 {
+		args = append(args, "delay", strconv.FormatInt(p.Delay.Microseconds(), 10)+"us")
+	}
+	if g := p.GE; g != nil {
+		// netem's gemodel takes p, r, 1-h and 1-k: 1-h is the loss in the
+		// bad state, 1-k in the good one.
+		args = append(args, "loss", "gemodel", pct(g.P), pct(g.R), pct(g.LossBad), pct(g.LossGood))
+	}
+	if p.Duplicate > 0 {
+		args = append(args, "duplicate", pct(p.Duplicate))
+	}
+	return args
+}
+
+// blackHoleScript is the nft script that makes R drop its own "too big"
+// answers (ICMP fragmentation needed, ICMPv6 packet too big) leaving by
+// link, toward the sender of direction d's packets, replacing any earlier
+// rule; with on false it only removes the table.
+func blackHoleScript(table, link string, on bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table inet %s {}\ndelete table inet %s\n", table, table)
+	if !on {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "table inet %s {\n\tchain out {\n", table)
+	b.WriteString("\t\ttype filter hook output priority 0; policy accept;\n")
+	fmt.Fprintf(&b, "\t\toifname %q icmp type destination-unreachable icmp code frag-needed counter drop\n", link)
+	fmt.Fprintf(&b, "\t\toifname %q icmpv6 type packet-too-big counter drop\n", link)
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// mtuTable is the nftables table holding direction d's black hole.
+func mtuTable(d Direction) string {
+	if d == BtoA {
+		return "tcpscope_mtu_btoa"
+	}
+	return "tcpscope_mtu_atob"
+}
+
+// validGE checks a Gilbert–Elliott model's probabilities.
+func validGE(g *emulator.GilbertElliott) error {
+	if g == nil {
+		return nil
+	}
+	for _, v := range []float64{g.P, g.R, g.LossGood, g.LossBad} {
+		if math.IsNaN(v) || v < 0 || v > 1 {
+			return fmt.Errorf("burst loss %+v: want probabilities from 0 to 1", *g)
+		}
+	}
+	return nil
+}

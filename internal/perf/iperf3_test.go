@@ -1,0 +1,301 @@
+package perf_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+// iperf3Bin is the stock iperf3 the tests run: $TCPSCOPE_IPERF3 when set
+// (another version, built elsewhere), else the iperf3 on the PATH.
+func iperf3Bin() string {
+	if b := os.Getenv("TCPSCOPE_IPERF3"); b != "" {
+		return b
+	}
+	return "iperf3"
+}
+
+func requireIperf3(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath(iperf3Bin()); err != nil {
+		t.Skipf("%s is not installed (make setup installs iperf3)", iperf3Bin())
+	}
+}
+
+// iperf3Server starts a stock iperf3 server for one test on a free
+// loopback port; wait returns its JSON report.
+func iperf3Server(t *testing.T) (addr string, wait func() map[string]any) {
+	t.Helper()
+	requireIperf3(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	var out bytes.Buffer
+	cmd := exec.Command(iperf3Bin(), "-s", "-1", "-J", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	// iperf3 -1 serves one client: do not probe by connecting.
+	waitListen(t, port)
+	return addr, func() map[string]any {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("iperf3 server did not finish")
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("iperf3 -J output: %v\n%s", err, out.String())
+		}
+		return doc
+	}
+}
+
+// hasSum reports whether an iperf3 document's end has a per-direction
+// sum named key: 3.9 reports --bidir in sum_sent and sum_received alone,
+// without the _bidir_reverse pair, so its sums are not per direction.
+func hasSum(doc map[string]any, key string, bidir bool) bool {
+	end, _ := doc["end"].(map[string]any)
+	_, ok := end[key].(map[string]any)
+	_, perDirection := end["sum_sent_bidir_reverse"]
+	return ok && (!bidir || perDirection)
+}
+
+// i3Version is the iperf3 release that wrote a -J document, as 3.x's x.
+func i3Version(doc map[string]any) int {
+	start, _ := doc["start"].(map[string]any)
+	v, _ := start["version"].(string)
+	var minor int
+	fmt.Sscanf(v, "iperf 3.%d", &minor)
+	return minor
+}
+
+func sumBytes(doc map[string]any, key string) float64 {
+	end, _ := doc["end"].(map[string]any)
+	s, _ := end[key].(map[string]any)
+	b, _ := s["bytes"].(float64)
+	return b
+}
+
+// Against stock iperf3 servers: each mode completes, and the bytes this
+// client's receiver ends count agree with what iperf3 reports.
+func TestIperf3Server(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  model.TestConfig
+		// which of iperf3's sums must equal our receiver bytes, per
+		// direction in summary order
+		keys []string
+	}{
+		{"upload", model.TestConfig{Duration: time.Second}, []string{"sum_received"}},
+		{"reverse", model.TestConfig{Duration: time.Second, Reverse: true}, []string{"sum_sent"}},
+		{"parallel", model.TestConfig{Duration: time.Second, Parallel: 3}, []string{"sum_received"}},
+		{"bidir", model.TestConfig{Duration: time.Second, Bidir: true}, []string{"sum_received", "sum_sent_bidir_reverse"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, wait := iperf3Server(t)
+			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := wait()
+			if len(run.Summary) != len(tc.keys) || run.Ended != "complete" {
+				t.Fatalf("summary %+v, ended %q", run.Summary, run.Ended)
+			}
+			for i, key := range tc.keys {
+				if !hasSum(doc, key, tc.cfg.Bidir) {
+					// Older iperf3 servers (3.9) report --bidir without
+					// the _bidir_reverse sums.
+					t.Logf("this iperf3 reports no %s", key)
+					continue
+				}
+				theirs := sumBytes(doc, key)
+				ours := float64(run.Summary[i].ReceiverBytes)
+				t.Logf("%s: ours %.0f, iperf3 %s %.0f", run.Summary[i].Direction, ours, key, theirs)
+				// Within one block, the write iperf3 may have in progress
+				// when the test ends (-l, which this client sends it).
+				block := float64(run.Config.Length)
+				if ours <= 0 || ours-theirs > block || theirs-ours > block {
+					t.Errorf("%s: we count %.0f bytes, iperf3 %s says %.0f", run.Summary[i].Direction, ours, key, theirs)
+				}
+			}
+			if len(run.Client.Intervals) == 0 || len(run.Remote.Totals) == 0 {
+				t.Errorf("client intervals %d, server totals %d", len(run.Client.Intervals), len(run.Remote.Totals))
+			}
+		})
+	}
+}
+
+func TestIperf3Refusals(t *testing.T) {
+	c := &perf.Client{}
+	for _, cfg := range []model.TestConfig{{Bytes: 1 << 20, Reverse: true}, {Duration: 1500 * time.Millisecond}, {Duration: time.Second, ReadRate: 1e6}} {
+		if _, err := c.RunIperf3(context.Background(), "127.0.0.1:1", cfg); perf.CodeOf(err) != perf.CodeBadConfig {
+			t.Errorf("%+v: %v, want a bad-config error", cfg, err)
+		}
+	}
+}
+
+// Interrupted mid-test, the client ends the test as iperf3 does (TEST_END)
+// and still returns both sides' results.
+func TestIperf3Interrupted(t *testing.T) {
+	addr, wait := iperf3Server(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(700*time.Millisecond, cancel)
+	start := time.Now()
+	run, err := (&perf.Client{Version: "test"}).RunIperf3(ctx, addr, model.TestConfig{Duration: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := wait()
+	if took := time.Since(start); run.Ended != "interrupted" || took > 5*time.Second {
+		t.Errorf("ended %q after %v", run.Ended, took)
+	}
+	if ours, theirs := float64(run.Summary[0].ReceiverBytes), sumBytes(doc, "sum_received"); ours != theirs || ours == 0 {
+		t.Errorf("we count %.0f, iperf3 %.0f", ours, theirs)
+	}
+}
+
+// iperf3Clients serves tests on a loopback port and runs stock iperf3
+// clients (-J) against it; records brings the server's view of each test.
+func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (map[string]any, error), records chan perf.TestRecord) {
+	t.Helper()
+	requireIperf3(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records = make(chan perf.TestRecord, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }, OutputJSON: jsonOutput,
+			Explain: func(model.TestConfig, model.EndReport) []string { return []string{"explained"} }}
+		srv.Serve(ctx, ln)
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	return func(args ...string) (map[string]any, error) {
+		out, err := exec.Command(iperf3Bin(), append([]string{"-c", "127.0.0.1", "-p", port, "-J"}, args...)...).Output()
+		var doc map[string]any
+		if jerr := json.Unmarshal(out, &doc); jerr != nil {
+			return nil, fmt.Errorf("%v; output %.200s", err, out)
+		}
+		if e, ok := doc["error"].(string); ok {
+			return doc, fmt.Errorf("iperf3: %s", e)
+		}
+		return doc, err
+	}, records
+}
+
+// Stock iperf3 clients against a tcpscope server, on its usual port: each
+// mode completes, what the client reports matches what the server
+// measured, and two clients can test at once (an iperf3 server refuses
+// the second).
+func TestServeIperf3Clients(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	for _, args := range [][]string{{"-t", "1"}, {"-t", "1", "-R"}, {"-t", "1", "-P", "2"}, {"-t", "1", "--bidir"}, {"-n", "50M"}} {
+		doc, err := client(args...)
+		if err != nil {
+			t.Errorf("iperf3 %v: %v", args, err)
+			continue
+		}
+		rec := <-records
+		if rec.Err != nil || rec.Ended != "complete" {
+			t.Errorf("iperf3 %v: server record %v, %q", args, rec.Err, rec.Ended)
+		}
+		var ours float64
+		for _, tot := range rec.Report.Totals {
+			if tot.Role == model.Receiver {
+				ours += float64(tot.Bytes)
+			}
+		}
+		theirs := sumBytes(doc, "sum_received")
+		if args[len(args)-1] == "-R" {
+			theirs = 0 // the server only sent
+		}
+		t.Logf("iperf3 %v: client says received %.0f, server received %.0f", args, sumBytes(doc, "sum_received"), ours)
+		if ours != theirs && !(args[len(args)-1] == "--bidir") {
+			t.Errorf("iperf3 %v: server received %.0f, the client reports %.0f", args, ours, theirs)
+		}
+	}
+	// Two at once.
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := client("-t", "2")
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent iperf3 client: %v", err)
+		}
+	}
+}
+
+// A native client against a stock iperf3 server notices the answer and
+// falls back to iperf3's protocol, saying so.
+func TestIperf3Fallback(t *testing.T) {
+	requireIperf3(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(iperf3Bin(), "-s", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitListen(t, port)
+	// iperf3 -s re-creates its listener right after starting, and a
+	// connection in that moment is reset: settle first.
+	time.Sleep(300 * time.Millisecond)
+	run, err := (&perf.Client{Version: "test"}).Run(context.Background(), fmt.Sprintf("127.0.0.1:%d", port), model.TestConfig{Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Remote.Version != "iperf3" || len(run.Warnings) == 0 || !strings.Contains(run.Warnings[len(run.Warnings)-1], "stock iperf3") ||
+		run.Summary[0].ReceiverBytes == 0 {
+		t.Errorf("fallback run: remote %q, warnings %v, summary %+v", run.Remote.Version, run.Warnings, run.Summary)
+	}
+}
+
+// waitListen waits until something listens on the loopback TCP port,
+// reading /proc/net/tcp (a probe connection would count as a client).
+func waitListen(t *testing.T, port int) {
+	t.Helper()
+	want := fmt.Sprintf("0100007F:%04X 00000000:0000 0A", port)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 3 && strings.Join(f[1:4], " ") == want {
+				return
+			}
+		}
+	}
+	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
+}

@@ -1,0 +1,169 @@
+package perf_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+// udpSum reads one of the UDP sums of an iperf3 -J document.
+func udpSum(doc map[string]any, key string) (bytes, packets, lost, bps float64) {
+	end, _ := doc["end"].(map[string]any)
+	s, ok := end[key].(map[string]any)
+	if !ok {
+		// iperf3 before 3.10 has only the legacy "sum" for UDP.
+		s, _ = end["sum"].(map[string]any)
+	}
+	f := func(k string) float64 { v, _ := s[k].(float64); return v }
+	return f("bytes"), f("packets"), f("lost_packets"), f("bits_per_second")
+}
+
+// near reports a and b within frac of each other.
+func near(a, b, frac float64) bool { return math.Abs(a-b) <= frac*math.Max(math.Abs(a), math.Abs(b)) }
+
+// Stock iperf3 clients' UDP tests against a tcpscope server: the server
+// counts the datagrams the client says it sent (forward), and the client
+// counts those the server says it sent (-R); bytes within a datagram or
+// two of each other, rates within 2%.
+func TestServeIperf3UDP(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	const dgram = 1400
+	for _, args := range [][]string{
+		{"-u", "-b", "20M", "-t", "2", "-l", "1400"},
+		{"-u", "-b", "20M", "-t", "2", "-l", "1400", "-R"},
+		{"-u", "-b", "10M", "-t", "2", "-l", "1400", "--udp-counters-64bit", "-P", "2"},
+		{"-u", "-b", "10M", "-k", "500", "-l", "1400"},
+		{"-u", "-b", "10M", "-t", "2", "-l", "1400", "--bidir"},
+	} {
+		doc, err := client(args...)
+		if err != nil {
+			t.Errorf("iperf3 %v: %v", args, err)
+			continue
+		}
+		rec := <-records
+		if rec.Err != nil || rec.Ended != "complete" || !rec.Config.IsUDP() {
+			t.Fatalf("iperf3 %v: server record %v, %q, %+v", args, rec.Err, rec.Ended, rec.Config)
+		}
+		var ours model.Datagrams
+		var ourBytes model.Bytes
+		var ourRate model.Bitrate
+		reverse := args[len(args)-1] == "-R"
+		for _, tot := range rec.Report.Totals {
+			if tot.UDP == nil {
+				t.Fatalf("iperf3 %v: stream %d without a datagram account", args, tot.Stream)
+			}
+			if (tot.Role == model.Sender) == reverse {
+				ours.Packets += tot.UDP.Packets
+				ours.Lost += tot.UDP.Lost
+				ourBytes += tot.Bytes
+				ourRate += tot.Rate
+			}
+		}
+		if args[len(args)-1] == "--bidir" {
+			// Both ways ran and were counted; the sums are checked above.
+			if len(rec.Report.Totals) != 2 {
+				t.Errorf("bidir: %d streams", len(rec.Report.Totals))
+			}
+			continue
+		}
+		// The other end's own count: the client sent (forward) or received (-R).
+		key := "sum_sent"
+		if reverse {
+			key = "sum_received"
+		}
+		b, packets, lost, bps := udpSum(doc, key)
+		t.Logf("iperf3 %v: client %s %.0f B, %.0f datagrams (%.0f lost), %.0f bit/s; server %d B, %d datagrams (%d lost), %v",
+			args, key, b, packets, lost, bps, ourBytes, ours.Packets, ours.Lost, ourRate)
+		if reverse {
+			// The client's expected count is the server's sent count,
+			// but for datagrams in flight when the test ended.
+			if d := float64(ours.Packets) - packets; d < 0 || d > 2 || math.Abs(float64(ourBytes)-b-lost*dgram) > 2*dgram {
+				t.Errorf("-R: the server sent %d datagrams (%d B), the client expected %.0f and got %.0f B", ours.Packets, ourBytes, packets, b)
+			}
+		} else if float64(ours.Packets) != packets || math.Abs(float64(ourBytes)+float64(ours.Lost)*dgram-b) > dgram {
+			t.Errorf("%v: the client sent %.0f datagrams (%.0f B), the server expected %d and got %d B", args, packets, b, ours.Packets, ourBytes)
+		}
+		if !strings.Contains(strings.Join(args, " "), "-k") && !near(float64(ourRate), bps, 0.02) {
+			t.Errorf("%v: rates %v (server) and %.0f bit/s (client) differ by over 2%%", args, ourRate, bps)
+		}
+	}
+	// The server's own output, on request, with its diagnosis.
+	doc, err := client("-u", "-b", "5M", "-t", "1", "--get-server-output")
+	<-records
+	if text, _ := doc["server_output_text"].(string); err != nil || !strings.Contains(text, "jitter") || !strings.Contains(text, "diagnosis: explained") {
+		t.Errorf("--get-server-output: %v, %q", err, text)
+	}
+	// And as JSON from a server that logs JSON, as from iperf3 -s -J.
+	client, records = iperf3Clients(t, true)
+	doc, err = client("-t", "1", "--get-server-output")
+	<-records
+	out, _ := doc["server_output_json"].(map[string]any)
+	end, _ := out["server_end"].(map[string]any)
+	if totals, _ := end["totals"].([]any); err != nil || len(totals) != 1 || out["diagnosis"] == nil {
+		t.Errorf("--get-server-output from a JSON server: %v, %v", err, out)
+	}
+}
+
+// tcpscope's client against a stock iperf3 server, UDP both ways and a
+// byte count: each completes and the counts agree with iperf3's.
+func TestIperf3ServerUDP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  model.TestConfig
+		key  string // iperf3's own sum: what its server received, or sent in -R
+	}{
+		{"udp", model.TestConfig{Protocol: model.UDP, Duration: 2 * time.Second, Bitrate: 20 * model.MbitPerSecond}, "sum_received"},
+		{"udp-reverse", model.TestConfig{Protocol: model.UDP, Duration: 2 * time.Second, Bitrate: 20 * model.MbitPerSecond, Reverse: true}, "sum_sent"},
+		{"udp-64bit", model.TestConfig{Protocol: model.UDP, Duration: 2 * time.Second, Bitrate: 10 * model.MbitPerSecond, Counters64: true, Parallel: 2}, "sum_received"},
+		{"bytes", model.TestConfig{Bytes: 20 * model.MiB}, "sum_received"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, wait := iperf3Server(t)
+			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := wait()
+			if len(run.Summary) != 1 || run.Ended != "complete" {
+				t.Fatalf("summary %+v, ended %q", run.Summary, run.Ended)
+			}
+			s := run.Summary[0]
+			b, packets, lost, bps := udpSum(doc, tc.key)
+			t.Logf("ours: %d B received of %d sent, %+v; iperf3 -s %s: %.0f B, %.0f datagrams, %.0f lost, %.0f bit/s",
+				s.ReceiverBytes, s.SenderBytes, s.UDP, tc.key, b, packets, lost, bps)
+			switch {
+			case !tc.cfg.IsUDP():
+				if float64(s.ReceiverBytes) != b || s.SenderBytes != tc.cfg.Bytes {
+					t.Errorf("byte count: sent %d, the server received %.0f", s.SenderBytes, b)
+				}
+			case s.UDP == nil:
+				t.Errorf("no datagram account")
+			case tc.cfg.Reverse:
+				// Our receiver's count against the iperf3 server's sent count.
+				if d := packets - float64(s.UDP.Packets); d < 0 || d > 2 {
+					t.Errorf("iperf3 sent %.0f datagrams, we expected %d", packets, s.UDP.Packets)
+				}
+			case b == 0 && i3Version(doc) < 10:
+				// 3.9's server reports UDP bytes as 0: the datagrams only.
+				if float64(s.UDP.Packets) != packets {
+					t.Errorf("we sent %d datagrams, iperf3 counted %.0f", s.UDP.Packets, packets)
+				}
+			default:
+				if float64(s.UDP.Packets) != packets || float64(s.ReceiverBytes) != b {
+					t.Errorf("we sent %d datagrams, iperf3 counted %.0f (%.0f B vs our %d)", s.UDP.Packets, packets, b, s.ReceiverBytes)
+				}
+			}
+			// 3.9 times its streams to its own handling of TEST_END, and
+			// in -R starts sending before this end's clock: its rates
+			// are not the receiver's.
+			if tc.cfg.IsUDP() && i3Version(doc) >= 10 && !near(float64(s.Goodput), bps, 0.02) {
+				t.Errorf("goodput %v against iperf3's %.0f bit/s", s.Goodput, bps)
+			}
+		})
+	}
+}

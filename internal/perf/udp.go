@@ -1,0 +1,337 @@
+package perf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// UDP streams carry datagrams in iperf3's layout, so one engine serves
+// tcpscope's own UDP tests and both ends of iperf3's: a header of the
+// sender's clock (seconds, microseconds, both u32) and a sequence number
+// (u32, or u64 with 64-bit counters), big endian, then payload. Sequence
+// numbers start at 1. tcpscope's own tests always use 64-bit counters.
+const (
+	udpHeader32 = 12
+	udpHeader64 = 16
+	// MinUDPLength is the smallest datagram: a 64-bit header.
+	MinUDPLength = udpHeader64
+	// MaxUDPLength is the largest UDP payload over IPv4.
+	MaxUDPLength = 65507
+	// DefaultUDPLength keeps a datagram within a 1500-byte MTU (20 bytes
+	// of IPv4 and 8 of UDP beside it), so nothing is fragmented on
+	// common paths.
+	DefaultUDPLength = 1460
+	// DefaultUDPBitrate is a UDP test's rate unless -b says otherwise:
+	// iperf3's default (1 Mbit/s, in SI units here).
+	DefaultUDPBitrate = model.MbitPerSecond
+	// udpFinFlag marks a native sender's closing datagram: the top bit of
+	// a 64-bit sequence number, which no real count reaches.
+	udpFinFlag = uint64(1) << 63
+	// udpLinger is how long a receiver keeps listening once the senders'
+	// planned end has passed and nothing arrives: datagrams in flight on
+	// a long path, or a closing datagram that was lost.
+	udpLinger = time.Second
+)
+
+// udpMagic opens a native UDP stream's hello datagram (and the server's
+// answer): magic, the test's cookie and the stream id, as on TCP.
+const udpMagic = "TCPSCOPU"
+
+// udpHelloLen is the length of a native UDP hello.
+const udpHelloLen = magicLen + cookieLen + 2
+
+// udpFlow is the datagram side of one stream. The stream's goroutine
+// writes the counters; the sampler reads them.
+type udpFlow struct {
+	conn *net.UDPConn
+	// wide: 64-bit sequence numbers.
+	wide bool
+	// native: the peer is tcpscope, which ends with closing datagrams.
+	native bool
+
+	packets    atomic.Int64 // sent, or expected (the highest sequence seen)
+	lost       atomic.Int64
+	outOfOrder atomic.Int64
+	jitter     atomic.Int64 // ns
+	drops      atomic.Int64 // socket buffer drops, -1 unknown
+
+	// Receiver state, owned by the stream's goroutine.
+	transit     time.Duration
+	haveTransit bool
+	jitterS     float64
+}
+
+func newUDPFlow(c *net.UDPConn, wide, native bool) *udpFlow {
+	f := &udpFlow{conn: c, wide: wide, native: native}
+	f.drops.Store(-1)
+	return f
+}
+
+// datagrams is the flow's account so far.
+func (f *udpFlow) datagrams() model.Datagrams {
+	d := model.Datagrams{
+		Packets:    f.packets.Load(),
+		Lost:       f.lost.Load(),
+		OutOfOrder: f.outOfOrder.Load(),
+		Jitter:     time.Duration(f.jitter.Load()),
+	}
+	if n := f.drops.Load(); n >= 0 {
+		d.SocketDrops = model.Some(n)
+	}
+	return d
+}
+
+// since is the account between two snapshots; the jitter is the later one's.
+func datagramsSince(prev, cur model.Datagrams) *model.Datagrams {
+	d := model.Datagrams{
+		Packets:    cur.Packets - prev.Packets,
+		Lost:       cur.Lost - prev.Lost,
+		OutOfOrder: cur.OutOfOrder - prev.OutOfOrder,
+		Jitter:     cur.Jitter,
+	}
+	if c, ok := cur.SocketDrops.Get(); ok {
+		d.SocketDrops = model.Some(c - prev.SocketDrops.V)
+	}
+	return &d
+}
+
+// putHeader writes a datagram's header for sequence seq sent at ts.
+func (f *udpFlow) putHeader(b []byte, ts time.Duration, seq uint64) {
+	binary.BigEndian.PutUint32(b[0:], uint32(ts/time.Second))
+	binary.BigEndian.PutUint32(b[4:], uint32(ts%time.Second/time.Microsecond))
+	if f.wide {
+		binary.BigEndian.PutUint64(b[8:], seq)
+	} else {
+		binary.BigEndian.PutUint32(b[8:], uint32(seq))
+	}
+}
+
+// account counts one received datagram as iperf3 does: a sequence number
+// past the highest so far opens a gap of lost datagrams; a lower one came
+// out of order and fills one back. Jitter follows RFC 3550 §6.4.1: the
+// transit time's change, smoothed by 1/16; the two clocks' offset cancels.
+// It reports a closing datagram (native streams).
+func (f *udpFlow) account(b []byte, arrival time.Duration) (fin bool) {
+	hdr := udpHeader32
+	if f.wide {
+		hdr = udpHeader64
+	}
+	if len(b) < hdr {
+		return false
+	}
+	var seq uint64
+	if f.wide {
+		seq = binary.BigEndian.Uint64(b[8:])
+	} else {
+		seq = uint64(binary.BigEndian.Uint32(b[8:]))
+	}
+	if f.native && seq&udpFinFlag != 0 {
+		return true
+	}
+	sent := time.Duration(binary.BigEndian.Uint32(b[0:]))*time.Second + time.Duration(binary.BigEndian.Uint32(b[4:]))*time.Microsecond
+	transit := arrival - sent
+	if f.haveTransit {
+		d := (transit - f.transit).Seconds()
+		f.jitterS += (math.Abs(d) - f.jitterS) / 16
+		f.jitter.Store(int64(f.jitterS * 1e9))
+	}
+	f.transit, f.haveTransit = transit, true
+	high := uint64(f.packets.Load())
+	switch {
+	case seq > high:
+		if seq > high+1 {
+			f.lost.Add(int64(seq - high - 1))
+		}
+		f.packets.Store(int64(seq))
+	default:
+		f.outOfOrder.Add(1)
+		if f.lost.Load() > 0 {
+			f.lost.Add(-1)
+		}
+	}
+	return false
+}
+
+// sendUDP sends datagrams of cfg.Length at the test's bitrate (as fast as
+// possible at 0) until the duration ends, the byte budget is spent or
+// stop is called. A native sender then sends its closing datagrams.
+func (e *end) sendUDP(s *stream) error {
+	f := s.udp
+	size := int(e.cfg.Length)
+	buf := make([]byte, size)
+	copy(buf, e.payload)
+	hdr := udpHeader32
+	if f.wide {
+		hdr = udpHeader64
+	}
+	if size < hdr {
+		return fmt.Errorf("datagrams of %d bytes cannot hold the %d-byte header", size, hdr)
+	}
+	deadline := time.Time{}
+	if d := span(&e.cfg); d > 0 {
+		deadline = e.t0.Add(d)
+	} else if e.hardStop > 0 {
+		deadline = e.t0.Add(e.hardStop)
+	}
+	_ = f.conn.SetWriteDeadline(deadline)
+	byteMode := e.cfg.Bytes > 0
+	pace := e.cfg.Bitrate
+	var written int64
+	var werr error
+	var seq uint64
+loop:
+	for {
+		if pace > 0 && written > 0 && e.awaitDue(written, pace) {
+			break loop
+		}
+		select {
+		case <-e.stopped:
+			break loop
+		default:
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			break
+		}
+		if byteMode && e.budget.Add(-int64(size)) <= -int64(size) {
+			break
+		}
+		seq++
+		f.putHeader(buf, e.since(), seq)
+		n, err := f.conn.Write(buf)
+		if err != nil {
+			seq--
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				break loop
+			case isTransientSendError(err):
+				// The peer's port is not open yet (ICMP unreachable from
+				// an earlier datagram) or a queue is full: the datagram
+				// is lost, as on a path, and the test goes on.
+				continue
+			}
+			werr = fmt.Errorf("send: %w", err)
+			break loop
+		}
+		f.packets.Store(int64(seq))
+		s.moved.Add(int64(n))
+		written += int64(n)
+	}
+	s.finished = e.since()
+	if f.native {
+		// Closing datagrams, three in case some are lost, tell the
+		// receiver the count so it need not wait out its linger.
+		var fin [udpHeader64]byte
+		f.putHeader(fin[:], e.since(), udpFinFlag|seq)
+		_ = f.conn.SetWriteDeadline(time.Time{})
+		for range 3 {
+			_, _ = f.conn.Write(fin[:])
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return werr
+}
+
+// receiveUDP reads datagrams until the sender's closing datagram, the
+// control connection's end (iperf3), or udpLinger of silence past the
+// planned end.
+func (e *end) receiveUDP(s *stream) error {
+	f := s.udp
+	buf := make([]byte, 65536)
+	oob := make([]byte, oobSize)
+	if enableDropCount(f.conn) {
+		// Counted from here: no control message means no drop yet.
+		f.drops.Store(0)
+	}
+	limit := span(&e.cfg)
+	if limit == 0 {
+		limit = e.hardStop
+	}
+	var hard time.Time
+	if limit > 0 {
+		hard = e.t0.Add(limit + finishGrace)
+	}
+	setDeadline := func(last time.Time) {
+		// Until the planned end the reader waits; after it, it gives the
+		// path udpLinger since the last datagram.
+		next := last.Add(udpLinger)
+		if limit > 0 && next.Before(e.t0.Add(limit+udpLinger)) {
+			next = e.t0.Add(limit + udpLinger)
+		}
+		if !hard.IsZero() && next.After(hard) {
+			next = hard
+		}
+		if limit == 0 && f.packets.Load() == 0 {
+			next = time.Time{} // a byte-count test not yet begun
+		}
+		if e.peerCloses {
+			next = hard // iperf3 ends the test on the control connection
+		}
+		_ = f.conn.SetReadDeadline(next)
+	}
+	setDeadline(time.Now())
+	var lastDeadline time.Time
+	for {
+		n, oobn, _, _, err := f.conn.ReadMsgUDP(buf, oob)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) || (e.peerCloses && e.isStopped()) {
+				break
+			}
+			if isTransientSendError(err) {
+				continue // an ICMP error from our own earlier answer
+			}
+			s.finished = e.since()
+			return fmt.Errorf("receive: %w", err)
+		}
+		now := time.Now()
+		if n >= magicLen && string(buf[:magicLen]) == udpMagic {
+			// A hello again: our answer was lost. Answer again.
+			if n == udpHelloLen && e.side == model.ServerSide {
+				_, _ = f.conn.Write(buf[:n])
+			}
+			continue
+		}
+		if drops, ok := dropCount(oob[:oobn]); ok {
+			f.drops.Store(drops)
+		}
+		arrival := now.Sub(e.t0)
+		if f.account(buf[:n], arrival) {
+			break
+		}
+		if s.first == 0 {
+			s.first = arrival
+		}
+		s.finished = arrival
+		s.moved.Add(int64(n))
+		// Moving the deadline costs a system call: once a tenth of the
+		// linger is enough.
+		if now.Sub(lastDeadline) > udpLinger/10 {
+			setDeadline(now)
+			lastDeadline = now
+		}
+	}
+	return nil
+}
+
+// udpHello is a native UDP stream's hello (and its answer).
+func udpHello(cookie []byte, id int) []byte {
+	b := make([]byte, 0, udpHelloLen)
+	b = append(b, udpMagic...)
+	b = append(b, cookie...)
+	return binary.BigEndian.AppendUint16(b, uint16(id))
+}
+
+// parseUDPHello reads a native hello's cookie and stream id.
+func parseUDPHello(b []byte) (cookie []byte, id int, ok bool) {
+	if len(b) != udpHelloLen || string(b[:magicLen]) != udpMagic {
+		return nil, 0, false
+	}
+	return b[magicLen : magicLen+cookieLen], int(binary.BigEndian.Uint16(b[magicLen+cookieLen:])), true
+}

@@ -1,0 +1,238 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+)
+
+// A UDP stream opens as iperf3's do: the client sends a hello datagram to
+// the server's port (the TCP port's number, over UDP), and the server
+// answers from a new socket bound to the same port and connected to the
+// client, which from then on carries the stream. A native hello names the
+// test's cookie and the stream id, and its answer echoes it; iperf3's are
+// four bytes each way.
+
+// i3UDPHello and i3UDPReply are iperf3's UDP stream handshake as 3.17+
+// puts it on the wire. Older versions sent host-order integers (or the
+// legacy 987654321), so a client accepts any 4-byte answer.
+var (
+	i3UDPHello = []byte("9876")
+	i3UDPReply = []byte("6789")
+)
+
+// udpRetry is how often a client repeats an unanswered hello: datagrams
+// may be lost, even the first ones.
+const udpRetry = 250 * time.Millisecond
+
+// udpNetwork is the UDP network matching a TCP one ("tcp4" → "udp4").
+func udpNetwork(tcpNetwork string) string {
+	if tcpNetwork == "" {
+		return "udp"
+	}
+	return strings.Replace(tcpNetwork, "tcp", "udp", 1)
+}
+
+// dialUDP opens one UDP stream to addr: it sends hello until the server
+// answers (with want, or any 4 bytes when want is nil), or the handshake
+// times out.
+func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role, hello, want []byte) (*net.UDPConn, error) {
+	d := c.dialer(nil, "")
+	if c.LocalAddr != nil {
+		d.LocalAddr = &net.UDPAddr{IP: c.LocalAddr.IP, Zone: c.LocalAddr.Zone}
+	}
+	d.Control = tcpinfo.DialControl(socketOptions(cfg, role))
+	nc, err := d.DialContext(ctx, udpNetwork(c.Network), addr)
+	if err != nil {
+		return nil, classifyDial(err, addr)
+	}
+	uc := nc.(*net.UDPConn)
+	deadline := time.Now().Add(handshakeTimeout)
+	buf := make([]byte, 2048)
+	refused := false
+	for time.Now().Before(deadline) {
+		if ctx.Err() != nil {
+			uc.Close()
+			return nil, &Error{Code: CodeAborted, Msg: "interrupted while opening UDP streams", Err: ctx.Err()}
+		}
+		if _, err := uc.Write(hello); err != nil && !isTransientSendError(err) {
+			uc.Close()
+			return nil, &Error{Code: CodeAborted, Msg: "send UDP hello", Err: err}
+		}
+		_ = uc.SetReadDeadline(time.Now().Add(udpRetry))
+		// A reverse stream's server may already send: skip a few data
+		// datagrams before the answer, as iperf3's client does.
+		for range 4 {
+			n, err := uc.Read(buf)
+			if err != nil {
+				refused = refused || errors.Is(err, syscall.ECONNREFUSED)
+				break
+			}
+			if (want == nil && n == 4) || bytes.Equal(buf[:n], want) {
+				_ = uc.SetReadDeadline(time.Time{})
+				return uc, nil
+			}
+		}
+	}
+	uc.Close()
+	if refused {
+		return nil, errorf(CodeRefused, "is the server's UDP port open? (a firewall may allow TCP only)", "%s refused UDP datagrams", addr)
+	}
+	return nil, errorf(CodeTimeout, "a firewall may drop UDP to the server's port", "no answer to UDP hello from %s", addr)
+}
+
+// listenUDP opens the server's UDP port beside its TCP listener: the same
+// address and port number, with SO_REUSEADDR so each stream's connected
+// socket can bind it too.
+func listenUDP(ctx context.Context, tcpAddr net.Addr) (*net.UDPConn, error) {
+	ta, ok := tcpAddr.(*net.TCPAddr)
+	if !ok {
+		return nil, fmt.Errorf("listen udp: %v is not a TCP address", tcpAddr)
+	}
+	lc := net.ListenConfig{Control: reuseAddr}
+	pc, err := lc.ListenPacket(ctx, "udp", (&net.UDPAddr{IP: ta.IP, Port: ta.Port, Zone: ta.Zone}).String())
+	if err != nil {
+		return nil, fmt.Errorf("listen udp: %w", err)
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+func reuseAddr(network, address string, c syscall.RawConn) error {
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// serveUDP answers UDP hellos on the server's port until it is closed,
+// handing each new stream's connected socket to its test.
+func (s *Server) serveUDP(ctx context.Context, pc *net.UDPConn) {
+	buf := make([]byte, 2048)
+	for {
+		n, peer, err := pc.ReadFromUDP(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) && !isTransientSendError(err) {
+				s.Logger.Warn("udp read", "err", err)
+				time.Sleep(50 * time.Millisecond)
+			}
+			continue
+		}
+		msg := append([]byte(nil), buf[:n]...)
+		if cookie, id, ok := parseUDPHello(msg); ok {
+			s.udpNative(ctx, pc, peer, cookie, id, msg)
+		} else if n == 4 {
+			s.udpIperf3(ctx, pc, peer)
+		}
+	}
+}
+
+// udpNative opens the stream a native hello asks for.
+func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr, cookie []byte, id int, hello []byte) {
+	s.mu.Lock()
+	t := s.running[string(cookie)]
+	ok := t != nil && t.udp && !t.full && id < t.nconn
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	uc, err := s.connectUDP(ctx, pc, peer)
+	if err != nil {
+		s.Logger.Warn("udp stream", "err", err)
+		return
+	}
+	if _, err := uc.Write(hello); err != nil {
+		uc.Close()
+		return
+	}
+	s.deliverUDP(t, dataConn{udp: newUDPFlow(uc, true, true), stream: id})
+}
+
+// udpIperf3 opens an iperf3 client's UDP stream. iperf3's hello names no
+// test: it belongs to the iperf3 UDP test from the same address still
+// waiting for streams (the oldest, should there be several).
+func (s *Server) udpIperf3(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr) {
+	s.mu.Lock()
+	var t *serverTest
+	for _, r := range s.running {
+		if r.udp && r.iperf3 && !r.full && r.next < r.nconn && r.clientIP.Equal(peer.IP) &&
+			(t == nil || r.admitted.Before(t.admitted)) {
+			t = r
+		}
+	}
+	var id int
+	if t != nil {
+		id = t.next
+		t.next++
+	}
+	s.mu.Unlock()
+	if t == nil {
+		return
+	}
+	uc, err := s.connectUDP(ctx, pc, peer)
+	if err != nil {
+		s.Logger.Warn("udp stream", "err", err)
+		return
+	}
+	if _, err := uc.Write(i3UDPReply); err != nil {
+		uc.Close()
+		return
+	}
+	s.deliverUDP(t, dataConn{udp: newUDPFlow(uc, t.wide, false), stream: id})
+}
+
+// connectUDP opens a socket on the listener's address connected to peer.
+func (s *Server) connectUDP(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr) (*net.UDPConn, error) {
+	d := net.Dialer{LocalAddr: pc.LocalAddr(), Control: reuseAddr}
+	var c net.Conn
+	err := s.inNetns(func() (err error) { c, err = d.DialContext(ctx, "udp", peer.String()); return err })
+	if err != nil {
+		return nil, fmt.Errorf("connect udp stream to %v: %w", peer, err)
+	}
+	return c.(*net.UDPConn), nil
+}
+
+// deliverUDP hands a stream to its test, or closes it if the test is
+// full or gone.
+func (s *Server) deliverUDP(t *serverTest, d dataConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[string(t.cookie)] != t || t.full {
+		d.udp.conn.Close()
+		return
+	}
+	select {
+	case t.data <- d:
+	default:
+		d.udp.conn.Close()
+	}
+}
+
+// openUDPStreams opens a native test's UDP streams, one after another.
+func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.TestConfig, cookie []byte, run *model.Run) ([]*stream, error) {
+	var streams []*stream
+	for i, d := range cfg.Directions() {
+		role := model.RoleOf(model.ClientSide, d)
+		uc, err := c.dialUDP(ctx, addr, cfg, role, udpHello(cookie, i), udpHello(cookie, i))
+		if err != nil {
+			return streams, err
+		}
+		streams = append(streams, &stream{id: i, role: role, udp: newUDPFlow(uc, true, true)})
+		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: uc.LocalAddr().String()})
+	}
+	return streams, nil
+}

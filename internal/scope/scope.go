@@ -1,0 +1,302 @@
+// Package scope is the TCP oscilloscope's terminal view: one connection's
+// goodput, retransmissions, cwnd against the peer's window, RTT, the
+// limited-by breakdown, negotiated options and the running diagnosis,
+// redrawn as samples arrive (bubbletea). Render is a pure function of the
+// samples and the screen size, so the picture is tested without a
+// terminal; Run wires it to one.
+package scope
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/watch"
+)
+
+// Source gives the next frame of the followed connection; a frame with no
+// rows means it closed.
+type Source func() (watch.Frame, error)
+
+// State is what the view shows: the followed connection's frames so far.
+type State struct {
+	Frames []watch.Frame
+	Closed bool
+	Err    error
+}
+
+// keep is how many frames the view holds: more than any screen is wide.
+const keep = 1000
+
+// Add appends a frame.
+func (s *State) Add(f watch.Frame) {
+	if len(f.Rows) == 0 {
+		s.Closed = true
+		return
+	}
+	s.Frames = append(s.Frames, f)
+	if len(s.Frames) > keep {
+		s.Frames = s.Frames[len(s.Frames)-keep:]
+	}
+}
+
+// theme is the view's styles.
+type theme struct {
+	title, label, dim, crit, warn, info lipgloss.Style
+}
+
+func newTheme() theme {
+	bold := lipgloss.NewStyle().Bold(true)
+	return theme{title: bold, label: bold, dim: lipgloss.NewStyle().Faint(true),
+		crit: bold.Foreground(lipgloss.Color("9")), warn: bold.Foreground(lipgloss.Color("11")),
+		info: bold.Foreground(lipgloss.Color("10"))}
+}
+
+// Render draws the state for a screen of width × height cells.
+func Render(s *State, width, height int) string {
+	width = max(width, 40)
+	th := newTheme()
+	var b strings.Builder
+	if len(s.Frames) == 0 {
+		b.WriteString("tcpscope watch: waiting for the first sample…\n")
+		if s.Err != nil {
+			fmt.Fprintf(&b, "error: %v\n", s.Err)
+		}
+		return b.String()
+	}
+	last := s.Frames[len(s.Frames)-1]
+	r := last.Rows[0]
+	t := &r.TCP
+	proc := ""
+	if r.PID != 0 {
+		proc = fmt.Sprintf("  %s/%d", r.Process, r.PID)
+	}
+	cc := t.Congestion
+	if t.BBR != nil {
+		cc += " (" + t.BBR.Mode() + ")"
+	}
+	state := fmt.Sprintf("t=%.1fs", last.At.Seconds())
+	if s.Closed {
+		state = "closed"
+	}
+	b.WriteString(th.title.Render(fmt.Sprintf("tcpscope watch  %s → %s", r.Local, r.Remote)))
+	fmt.Fprintf(&b, "%s  %s  %s  %s\n", proc, cc, state, th.dim.Render("q: quit"))
+	ecn := "off"
+	if t.Options.ECN {
+		ecn = "on"
+	}
+	fmt.Fprintf(&b, "options %s, MSS %d B, path MTU %d B, ECN %s\n\n", t.Options, t.SndMSS, t.PMTU, ecn)
+
+	chart := width - 28
+	series := func(f func(*watch.Row) float64) []float64 {
+		n := min(len(s.Frames), chart)
+		out := make([]float64, 0, n)
+		for _, fr := range s.Frames[len(s.Frames)-n:] {
+			out = append(out, f(&fr.Rows[0]))
+		}
+		return out
+	}
+	dir := "received"
+	if r.Sending {
+		dir = "sent"
+	}
+	rate := series(func(w *watch.Row) float64 { return float64(w.Rate) })
+	retr := series(func(w *watch.Row) float64 { return float64(w.Retrans) })
+	cwnd := series(func(w *watch.Row) float64 { return float64(w.TCP.CwndBytes()) })
+	wnd := series(func(w *watch.Row) float64 { return float64(w.TCP.SndWnd.V) })
+	rtt := series(func(w *watch.Row) float64 { return float64(w.TCP.RTT) })
+	// cwnd and the peer's window share one scale: the seed's picture is
+	// one line far above the other.
+	wmax := math.Max(peak(cwnd), peak(wnd))
+	line := func(label, value string, v []float64, top float64) {
+		fmt.Fprintf(&b, "%s %-17s %s\n", th.label.Render(fmt.Sprintf("%-8s", label)), value, sparkline(v, top))
+	}
+	line("goodput", fmt.Sprintf("%s %s", model.Bitrate(rate[len(rate)-1]), dir[:4]), rate, peak(rate))
+	line("retrans", fmt.Sprintf("%d (total %d)", r.Retrans, t.TotalRetrans), retr, peak(retr))
+	line("cwnd", t.CwndBytes().Binary(), cwnd, wmax)
+	line("peer wnd", t.SndWnd.V.Binary(), wnd, wmax)
+	line("RTT", fmt.Sprintf("%s (min %s)", dur(t.RTT), dur(t.MinRTT.V)), rtt, peak(rtt))
+	if q, ok := t.RecvQ.Get(); ok && !r.Sending {
+		fmt.Fprintf(&b, "%s %s\n", th.label.Render("unread  "), q.Binary())
+	}
+	if l, ok := r.Limited.Get(); ok && r.Sending {
+		fmt.Fprintf(&b, "%s %s\n", th.label.Render("limited "), breakdown(l, chart+18))
+	}
+	b.WriteString("\n")
+	if len(last.Diagnosis) == 0 {
+		b.WriteString(th.dim.Render("diagnosis: gathering evidence…") + "\n")
+	} else {
+		f := last.Diagnosis[0]
+		fmt.Fprintf(&b, "%s %s [%s, %s confidence]\n", th.severity(f.Severity).Render("what limits it:"), f.ID, f.Severity, f.Confidence)
+		b.WriteString(wrap(f.Summary, width, "  "))
+		for _, x := range f.Fix {
+			b.WriteString(wrap("fix ("+x.Where+"): "+x.Command, width, "  "))
+		}
+		if f.Effect != "" {
+			b.WriteString(wrap("effect: "+f.Effect, width, "  "))
+		}
+		for _, g := range last.Diagnosis[1:] {
+			b.WriteString(wrap(fmt.Sprintf("also %s: %s", g.ID, g.Summary), width, "  "))
+		}
+	}
+	if s.Err != nil {
+		fmt.Fprintf(&b, "error: %v\n", s.Err)
+	}
+	// Keep to the screen: the diagnosis is last and may be cut.
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if height > 0 && len(lines) > height {
+		lines = lines[:height]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (th theme) severity(s model.Severity) lipgloss.Style {
+	switch s {
+	case model.Critical:
+		return th.crit
+	case model.Warning:
+		return th.warn
+	}
+	return th.info
+}
+
+func peak(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// sparkline draws v as block characters scaled to top.
+func sparkline(v []float64, top float64) string {
+	const bars = "▁▂▃▄▅▆▇█"
+	blocks := []rune(bars)
+	var b strings.Builder
+	for _, x := range v {
+		i := 0
+		if top > 0 {
+			i = int(math.Round(x / top * float64(len(blocks)-1)))
+		}
+		b.WriteRune(blocks[min(max(i, 0), len(blocks)-1)])
+	}
+	return b.String()
+}
+
+// breakdown is the limited-by shares as a bar of width cells and numbers.
+func breakdown(l model.Limited, width int) string {
+	bar := max(width-44, 10)
+	parts := []struct {
+		name  string
+		share float64
+		ch    string
+	}{{"rwnd", l.Rwnd, "R"}, {"sndbuf", l.Sndbuf, "S"}, {"cwnd", l.Cwnd, "C"}, {"app", l.App, "A"}}
+	var b strings.Builder
+	used := 0
+	for _, p := range parts {
+		n := int(math.Round(p.share * float64(bar)))
+		n = min(n, bar-used)
+		b.WriteString(strings.Repeat(p.ch, n))
+		used += n
+	}
+	b.WriteString(strings.Repeat("·", bar-used))
+	return fmt.Sprintf("%s rwnd %.0f%% sndbuf %.0f%% cwnd %.0f%% app %.0f%%", b.String(), 100*l.Rwnd, 100*l.Sndbuf, 100*l.Cwnd, 100*l.App)
+}
+
+func dur(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(10 * time.Microsecond).String()
+}
+
+// wrap breaks s into lines of at most width cells, each indented.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := indent
+	for _, w := range strings.Fields(s) {
+		if len([]rune(line))+len([]rune(w))+1 > width && strings.TrimSpace(line) != "" {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = indent
+		}
+		line += w + " "
+	}
+	if strings.TrimSpace(line) != "" {
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	return b.String()
+}
+
+// model is the bubbletea model around State.
+type teaModel struct {
+	st       State
+	src      Source
+	interval time.Duration
+	width    int
+	height   int
+}
+
+type frameMsg struct {
+	f   watch.Frame
+	err error
+}
+
+func (m *teaModel) next() tea.Cmd {
+	return tea.Tick(m.interval, func(time.Time) tea.Msg {
+		f, err := m.src()
+		return frameMsg{f, err}
+	})
+}
+
+func (m *teaModel) Init() tea.Cmd {
+	return func() tea.Msg {
+		f, err := m.src()
+		return frameMsg{f, err}
+	}
+}
+
+func (m *teaModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tea.KeyPressMsg:
+		switch msg.String() {
+		case "q", "ctrl+c", "esc":
+			return m, tea.Quit
+		}
+	case frameMsg:
+		if msg.err != nil {
+			m.st.Err = msg.err
+			return m, tea.Quit
+		}
+		m.st.Add(msg.f)
+		if m.st.Closed {
+			return m, nil // stays on screen with its last numbers until q
+		}
+		return m, m.next()
+	}
+	return m, nil
+}
+
+func (m *teaModel) View() tea.View {
+	v := tea.NewView(Render(&m.st, m.width, m.height))
+	v.AltScreen = true
+	return v
+}
+
+// Run shows the view on the terminal in and out, sampling src every
+// interval, until the user quits; it returns the last state.
+func Run(in io.Reader, out io.Writer, src Source, interval time.Duration) (*State, error) {
+	m := &teaModel{src: src, interval: interval, width: 100, height: 40}
+	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out))
+	if _, err := p.Run(); err != nil {
+		return &m.st, fmt.Errorf("terminal view: %w", err)
+	}
+	return &m.st, m.st.Err
+}

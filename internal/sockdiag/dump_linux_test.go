@@ -1,0 +1,154 @@
+package sockdiag
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// The kernel takes the split bytecode, and its parts, dumped one after
+// the other, hold the sockets one whole dump finds, each once.
+func TestSplitDumpLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 40 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c, a)
+	}
+	c, err := Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f, _ := Parse("src 127.0.0.1 state established")
+	whole := &Conn{links: c.links[:1]}
+	all, err := whole.Dump(f, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got []uint64
+	for _, s := range all {
+		want = append(want, s.Cookie)
+	}
+	for part := range 2 {
+		bc, err := f.partBytecode(part, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.links[0].dump(unix.AF_INET, f.statesOrDefault(), extInfo, bc, func(b []byte) error {
+			m, err := parseMsg(b)
+			got = append(got, m.cookie)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("part %d: %v", part, err)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if len(want) < 80 || !slices.Equal(got, want) {
+		t.Errorf("parts found %d sockets, one dump %d", len(got), len(want))
+	}
+	if len(c.links) > 1 {
+		// As if the last dump had found enough sockets to split the next.
+		c.last, c.dumped = [2]int{splitMin, 0}, true
+		split, err := c.Dump(f, 0, nil)
+		if err != nil || len(split) != len(all) {
+			t.Errorf("split dump: %d sockets, %v; one dump %d", len(split), err, len(all))
+		}
+		if c.last[0] != len(all) {
+			t.Errorf("the split dump counted %d sockets", c.last[0])
+		}
+	}
+}
+
+// List finds what Dump does, with the brief of each socket's sample.
+func TestListMatchesDump(t *testing.T) {
+	client, _ := loopbackTransfer(t)
+	c, err := Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(50 * time.Millisecond)
+	port := netip.MustParseAddrPort(client.LocalAddr().String()).Port()
+	peer := netip.MustParseAddrPort(client.RemoteAddr().String()).Port()
+	f, _ := Parse("src 127.0.0.1 dport " + itoa(port) + " sport " + itoa(peer))
+	own, _ := Parse("src 127.0.0.1 sport " + itoa(port) + " dport " + itoa(peer))
+	procs := &Procs{}
+	// Twice: the second time the slices start at the first's sizes.
+	for range 2 {
+		full, err := c.Dump(f, time.Second, procs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		brief, err := c.List(f, time.Second, procs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byCookie := map[uint64]model.SocketBrief{}
+		for _, s := range brief {
+			byCookie[s.Cookie] = s
+		}
+		mine, err := c.List(own, time.Second, procs)
+		if err != nil || len(mine) != 1 || mine[0].PID == 0 || mine[0].TCP.BytesAcked.V < 100_000 {
+			t.Errorf("the test's own connection listed as %+v, %v", mine, err)
+		}
+		if len(full) != 1 || len(brief) != 1 {
+			t.Errorf("%d sockets dumped, %d listed, want the server's end", len(full), len(brief))
+		}
+		for _, s := range full {
+			b, ok := byCookie[s.Cookie]
+			if !ok {
+				t.Errorf("%s → %s dumped, not listed", s.Local, s.Remote)
+				continue
+			}
+			if b.Local != s.Local || b.Remote != s.Remote || b.Inode != s.Inode || b.PID != s.PID || b.Process != s.Process ||
+				b.TCP.State != s.TCP.State || b.TCP.Congestion != s.TCP.Congestion || b.TCP.At != time.Second || b.TCP.SndMSS != s.TCP.SndMSS {
+				t.Errorf("listed %+v, dumped %+v", b, s)
+			}
+		}
+	}
+}
+
+// The first dump's sizes come from the kernel's socket counts.
+func TestSockstat(t *testing.T) {
+	loopbackTransfer(t)
+	v4, _ := sockstat()
+	if v4 < 2 {
+		t.Errorf("sockstat counts %d IPv4 TCP sockets with a loopback connection open", v4)
+	}
+	c, err := Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if e := c.expect(Filter{}); e[0] != v4 {
+		t.Errorf("a first dump expects %d IPv4 sockets of %d", e[0], v4)
+	}
+	if e := c.expect(Filter{States: 2}); e != [2]int{} {
+		t.Errorf("a filtered first dump expects %v sockets", e)
+	}
+}

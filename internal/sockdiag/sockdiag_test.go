@@ -1,0 +1,202 @@
+package sockdiag
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	f, err := Parse("dport 5201 and dst 10.0.0.0/8 state established pid 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Cond{{Dst: true, Port: 5201}, {Dst: true, Prefix: netip.MustParsePrefix("10.0.0.0/8")}}
+	if !slices.Equal(f.Conds, want) || f.States != 1<<1 || !slices.Equal(f.PIDs, []int{42}) {
+		t.Errorf("parsed %+v", f)
+	}
+	f, _ = Parse("sport = :22 src 192.0.2.7:443 dst [2001:db8::1]:80")
+	if len(f.Conds) != 3 || f.Conds[0] != (Cond{Port: 22}) ||
+		f.Conds[1] != (Cond{Port: 443, Prefix: netip.MustParsePrefix("192.0.2.7/32")}) ||
+		f.Conds[2] != (Cond{Dst: true, Port: 80, Prefix: netip.MustParsePrefix("2001:db8::1/128")}) || !f.v6Only() {
+		t.Errorf("parsed %+v", f)
+	}
+	if f, _ := Parse(""); f.statesOrDefault()&(1<<10) != 0 || f.statesOrDefault()&(1<<1) == 0 {
+		t.Error("the default states include listen or lack established")
+	}
+	for in, want := range map[string]string{
+		"dport":             "needs a value",
+		"dport 0":           "want 1 to 65535",
+		"dport 70000":       "want 1 to 65535",
+		"dst nowhere":       "want an IP",
+		"state sleeping":    "state",
+		"pid -1":            "want a process id",
+		"colour blue":       "unknown word",
+		"dst 10.0.0.0/33":   "want an IP",
+		"sport :http-alt x": "want 1 to 65535",
+	} {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+func TestBytecodeLayout(t *testing.T) {
+	f, _ := Parse("dport 5201 src 127.0.0.0/8")
+	bc, err := f.Bytecode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// D_GE (8 bytes), D_LE (8), S_COND with a 4-byte address (16): 32.
+	if len(bc) != 32 {
+		t.Fatalf("%d bytes: %x", len(bc), bc)
+	}
+	for off, want := range map[int][3]int{0: {bcDGE, 8, 36}, 8: {bcDLE, 8, 28}, 16: {bcSCond, 16, 20}} {
+		if int(bc[off]) != want[0] || int(bc[off+1]) != want[1] || int(binary.NativeEndian.Uint16(bc[off+2:])) != want[2] {
+			t.Errorf("op at %d = %x, want code %d yes %d no %d", off, bc[off:off+4], want[0], want[1], want[2])
+		}
+	}
+	if port := binary.NativeEndian.Uint16(bc[6:]); port != 5201 {
+		t.Errorf("port %d", port)
+	}
+	if bc[20] != 2 || bc[21] != 8 || int32(binary.NativeEndian.Uint32(bc[24:])) != -1 || !slices.Equal(bc[28:32], []byte{127, 0, 0, 0}) {
+		t.Errorf("hostcond %x", bc[20:])
+	}
+	if bc, _ := (Filter{}).Bytecode(); bc != nil {
+		t.Error("no conditions, some bytecode")
+	}
+}
+
+// loopbackTransfer connects to a fresh listener and keeps bytes flowing
+// from client to server until the test ends.
+func loopbackTransfer(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			acc <- nil
+			return
+		}
+		acc <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-acc
+	t.Cleanup(func() { client.Close(); server.Close() })
+	if _, err := client.Write(make([]byte, 100_000)); err != nil {
+		t.Fatal(err)
+	}
+	return client, server
+}
+
+// The real kernel: both ends of a loopback connection are listed with
+// their tcp_info, the filters are applied by the kernel, and the owning
+// process is found.
+func TestDumpLoopback(t *testing.T) {
+	client, server := loopbackTransfer(t)
+	local := netip.MustParseAddrPort(client.LocalAddr().String())
+	remote := netip.MustParseAddrPort(client.RemoteAddr().String())
+	c, err := Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	time.Sleep(50 * time.Millisecond)
+
+	f, err := Parse("sport " + itoa(local.Port()) + " dport " + itoa(remote.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	socks, err := c.Dump(f, time.Second, &Procs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(socks) != 1 {
+		t.Fatalf("sport filter: %d sockets: %+v", len(socks), socks)
+	}
+	s := socks[0]
+	if s.Local != local || s.Remote != remote || s.TCP.State != 1 || s.Cookie == 0 || s.Inode == 0 {
+		t.Errorf("socket %+v", s)
+	}
+	if s.TCP.KernelLen < 100 || s.TCP.Congestion == "" || s.TCP.SndMSS == 0 || s.TCP.At != time.Second {
+		t.Errorf("tcp_info not decoded: %+v", s.TCP)
+	}
+	if b, ok := s.TCP.BytesAcked.Get(); !ok || b < 100_000 {
+		t.Errorf("bytes acked %v, want the 100 kB written", s.TCP.BytesAcked)
+	}
+	if s.PID != os.Getpid() || s.Process == "" {
+		t.Errorf("owner pid %d %q, want this process %d", s.PID, s.Process, os.Getpid())
+	}
+
+	// The server's end: dport is the client's port; its 100 kB unread.
+	f, _ = Parse("dport " + itoa(local.Port()) + " sport " + itoa(remote.Port()) + " src 127.0.0.0/8 state established")
+	socks, err = c.Dump(f, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(socks) != 1 || socks[0].Local != remote || socks[0].TCP.RecvQ.V != 100_000 {
+		t.Errorf("dport filter: %+v", socks)
+	}
+	_ = server
+
+	// Conditions that match nothing.
+	for _, q := range []string{"sport " + itoa(local.Port()) + " dst 10.0.0.0/8", "sport " + itoa(local.Port()) + " state time-wait",
+		"sport " + itoa(local.Port()) + " dst ::1", "pid 1 sport " + itoa(local.Port())} {
+		f, _ := Parse(q)
+		socks, err := c.Dump(f, 0, &Procs{})
+		if err != nil || len(socks) != 0 {
+			t.Errorf("%q: %d sockets, %v", q, len(socks), err)
+		}
+	}
+	// pid of this process keeps it.
+	f, _ = Parse("pid " + itoa(os.Getpid()) + " sport " + itoa(local.Port()) + " dport " + itoa(remote.Port()))
+	if socks, _ := c.Dump(f, 0, &Procs{}); len(socks) != 1 {
+		t.Errorf("pid filter: %d sockets", len(socks))
+	}
+}
+
+func itoa[T int | uint16](v T) string { return strconv.Itoa(int(v)) }
+
+// Get finds the socket a dump listed, directly, and not once it is closed.
+func TestGet(t *testing.T) {
+	client, _ := loopbackTransfer(t)
+	local := netip.MustParseAddrPort(client.LocalAddr().String())
+	c, err := Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	remote := netip.MustParseAddrPort(client.RemoteAddr().String())
+	f, _ := Parse("sport " + itoa(local.Port()) + " dport " + itoa(remote.Port()))
+	socks, err := c.Dump(f, 0, nil)
+	if err != nil || len(socks) != 1 {
+		t.Fatalf("dump: %d, %v", len(socks), err)
+	}
+	got, ok, err := c.Get(socks[0], 2*time.Second)
+	if err != nil || !ok || got.Cookie != socks[0].Cookie || got.Local != local || got.TCP.At != 2*time.Second || got.TCP.KernelLen == 0 {
+		t.Fatalf("Get = %+v, %v, %v", got, ok, err)
+	}
+	client.Close()
+	time.Sleep(50 * time.Millisecond)
+	// Closed: gone from established; it may linger in FIN-WAIT, which Get
+	// still finds (all states), then vanish. A wrong cookie never matches.
+	wrong := socks[0]
+	wrong.Cookie++
+	if _, ok, err := c.Get(wrong, 0); ok || err != nil {
+		t.Errorf("a wrong cookie matched: %v, %v", ok, err)
+	}
+}

@@ -1,0 +1,324 @@
+// Package watch is the TCP oscilloscope's core: it turns successive
+// sock_diag dumps into rows with rates (counters as deltas between
+// samples), keeps a sliding window of one connection's samples for the
+// running diagnosis, and records and replays the sample stream as JSON
+// lines. It does no I/O of its own beyond the io.Reader and io.Writer it
+// is given, so replaying a recording goes through exactly the code that
+// watched it live.
+package watch
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// Row is one connection at one sample, with what changed since the last.
+type Row struct {
+	model.Socket
+	// Sending is true when the socket moved more data out than in since
+	// the previous sample (its goodput is then Δ bytes acknowledged).
+	Sending bool `json:"sending"`
+	// Rate is goodput since the previous sample: Δ bytes acknowledged for
+	// a sender, Δ bytes received for a receiver. Zero on first sight.
+	Rate model.Bitrate `json:"rate"`
+	// Retrans is retransmitted segments since the previous sample.
+	Retrans uint32 `json:"retrans"`
+	// Limited is the sender's time shares since the previous sample.
+	Limited model.Opt[model.Limited] `json:"limited,omitzero"`
+	// New is true on a connection's first sample.
+	New bool `json:"new,omitempty"`
+}
+
+// Frame is one sampling of the watched connections.
+type Frame struct {
+	At   time.Duration `json:"at_ns"`
+	Rows []Row         `json:"connections"`
+	// Closed lists connections present in the previous frame and gone
+	// now, with their last numbers.
+	Closed []Row `json:"closed,omitempty"`
+	// Diagnosis is the running diagnosis of a single watched connection.
+	Diagnosis []model.Finding `json:"diagnosis,omitempty"`
+}
+
+// Tracker turns dumps into frames. The zero value is ready; set Window to
+// keep each connection's recent samples for Diagnose.
+type Tracker struct {
+	// Window is how much history Diagnose uses (0: none kept).
+	Window time.Duration
+	// prev holds the last frame's rows, and at their index by cookie.
+	prev []Row
+	at   map[uint64]int
+	hist map[uint64][]model.Sample
+}
+
+// Add takes one dump, taken at its sockets' TCP.At, and returns the frame:
+// rows sorted by rate, fastest first. Rows are large (a full kernel
+// sample each) and a busy host has tens of thousands: they are copied
+// once, into place, and sorted through an index.
+func (t *Tracker) Add(at time.Duration, socks []model.Socket) Frame {
+	f := Frame{At: at}
+	rows := make([]Row, len(socks))
+	next := make(map[uint64]int, len(socks))
+	if t.hist == nil && t.Window > 0 {
+		t.hist = map[uint64][]model.Sample{}
+	}
+	for i := range socks {
+		s := &socks[i]
+		r := &rows[i]
+		r.Socket = *s
+		j, seen := t.at[s.Cookie]
+		if !seen {
+			r.New = true
+		} else if p := &t.prev[j]; s.TCP.At > p.TCP.At {
+			r.Sending, r.Rate, r.Retrans = progress(counted(&p.TCP), counted(&s.TCP), p.Sending)
+			r.Limited = model.LimitedBetween(&p.TCP, &s.TCP)
+		}
+		next[s.Cookie] = i
+		if t.Window > 0 {
+			h := append(t.hist[s.Cookie], s.TCP)
+			for len(h) > 2 && h[len(h)-1].At-h[0].At > t.Window {
+				h = h[1:]
+			}
+			t.hist[s.Cookie] = h
+		}
+	}
+	for c, j := range t.at {
+		if _, ok := next[c]; !ok {
+			f.Closed = append(f.Closed, t.prev[j])
+			delete(t.hist, c)
+		}
+	}
+	order := byRate(len(rows), func(i int) model.Bitrate { return rows[i].Rate })
+	f.Rows = rows
+	if !isIdentity(order) {
+		f.Rows = make([]Row, len(rows))
+		for i, j := range order {
+			f.Rows[i] = rows[j]
+			next[rows[j].Cookie] = i
+		}
+	}
+	t.prev, t.at = f.Rows, next
+	return f
+}
+
+// counters are the kernel's cumulative counters a connection's progress
+// between two samples comes from.
+type counters struct {
+	at              time.Duration
+	acked, received model.Bytes
+	retrans         uint32
+}
+
+func counted(s *model.Sample) counters {
+	return counters{s.At, s.BytesAcked.V, s.BytesReceived.V, s.TotalRetrans}
+}
+
+func countedBrief(s *model.SampleBrief) counters {
+	return counters{s.At, s.BytesAcked.V, s.BytesReceived.V, s.TotalRetrans}
+}
+
+// progress is what a connection did between two samples (cur later than
+// prev): whether it was sending (it moved more data out than in, or as
+// much as before when it moved none), its goodput in that direction, and
+// the segments it retransmitted.
+func progress(prev, cur counters, wasSending bool) (sending bool, rate model.Bitrate, retrans uint32) {
+	dt := (cur.at - prev.at).Seconds()
+	sent := int64(cur.acked) - int64(prev.acked)
+	recv := int64(cur.received) - int64(prev.received)
+	sending = sent >= recv && sent > 0 || (sent == recv && wasSending)
+	moved := recv
+	if sending {
+		moved = sent
+	}
+	return sending, model.RateOf(model.Bytes(max(moved, 0)), dt), cur.retrans - prev.retrans
+}
+
+// byRate is the order of n rows by rate, fastest first, ties in their
+// order. A first sample has every rate zero: already in order, found so
+// in one pass.
+func byRate(n int, rate func(int) model.Bitrate) []int32 {
+	order := make([]int32, n)
+	sorted := true
+	for i := range order {
+		order[i] = int32(i)
+		if i > 0 && rate(i) > rate(i-1) {
+			sorted = false
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(order, func(a, b int32) int {
+			switch ra, rb := rate(int(a)), rate(int(b)); {
+			case ra > rb:
+				return -1
+			case ra < rb:
+				return 1
+			}
+			return 0
+		})
+	}
+	return order
+}
+
+// ListRow is one connection of a connection list at one sample, with
+// what changed since the last (see Row).
+type ListRow struct {
+	model.SocketBrief
+	Sending bool
+	Rate    model.Bitrate
+	Retrans uint32
+	New     bool
+}
+
+// List is one sampling of a connection list.
+type List struct {
+	At time.Duration
+	// Rows are the connections, fastest first.
+	Rows []ListRow
+	// Closed lists connections present in the previous list and gone
+	// now, with their last numbers.
+	Closed []ListRow
+}
+
+// List is the frame as a connection list.
+func (f Frame) List() List {
+	l := List{At: f.At, Rows: make([]ListRow, len(f.Rows))}
+	brief := func(r *Row) ListRow {
+		return ListRow{SocketBrief: r.Socket.Brief(), Sending: r.Sending, Rate: r.Rate, Retrans: r.Retrans, New: r.New}
+	}
+	for i := range f.Rows {
+		l.Rows[i] = brief(&f.Rows[i])
+	}
+	for i := range f.Closed {
+		l.Closed = append(l.Closed, brief(&f.Closed[i]))
+	}
+	return l
+}
+
+// Lister turns connection-list dumps (sockdiag's ListInto) into lists, as
+// Tracker does full dumps into frames, by the same rules. The zero value
+// is ready.
+type Lister struct {
+	// prev is the last list. Its index by cookie is built when the next
+	// list needs it: a single list (watch -c 1) never does.
+	prev []ListRow
+}
+
+// Add takes one dump's rows, their SocketBrief read at its TCP.At (the
+// rest is filled in here: sockdiag.ListInto reads them into place), and
+// returns the list, fastest first. The list keeps rows.
+func (l *Lister) Add(at time.Duration, rows []ListRow) List {
+	out := List{At: at}
+	var prev map[uint64]int
+	var seen []bool
+	if len(l.prev) > 0 {
+		prev = make(map[uint64]int, len(l.prev))
+		for i := range l.prev {
+			prev[l.prev[i].Cookie] = i
+		}
+		seen = make([]bool, len(l.prev))
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.Sending, r.Rate, r.Retrans, r.New = false, 0, 0, false
+		j, ok := prev[r.Cookie]
+		if !ok {
+			r.New = true
+			continue
+		}
+		seen[j] = true
+		if p := &l.prev[j]; r.TCP.At > p.TCP.At {
+			r.Sending, r.Rate, r.Retrans = progress(countedBrief(&p.TCP), countedBrief(&r.TCP), p.Sending)
+		}
+	}
+	for j, ok := range seen {
+		if !ok {
+			out.Closed = append(out.Closed, l.prev[j])
+		}
+	}
+	order := byRate(len(rows), func(i int) model.Bitrate { return rows[i].Rate })
+	out.Rows = rows
+	if !isIdentity(order) {
+		out.Rows = make([]ListRow, len(rows))
+		for i, j := range order {
+			out.Rows[i] = rows[j]
+		}
+	}
+	l.prev = out.Rows
+	return out
+}
+
+// isIdentity reports an order that leaves everything in place.
+func isIdentity(order []int32) bool {
+	for i, j := range order {
+		if int(j) != i {
+			return false
+		}
+	}
+	return true
+}
+
+// Diagnose runs the diagnosis on the connection's kept samples (see
+// diagnose.Connection); nil until two are kept.
+func (t *Tracker) Diagnose(cookie uint64, o diagnose.Options) []model.Finding {
+	return diagnose.Connection(t.hist[cookie], o)
+}
+
+// Recorder writes frames as JSON lines, as encoding/json's Encoder would:
+// the --record file and --json-stream share it. Each line goes to its
+// writer in one Write, from a buffer kept from one frame to the next.
+type Recorder struct {
+	w   io.Writer
+	buf []byte
+}
+
+// NewRecorder writes to w.
+func NewRecorder(w io.Writer) *Recorder { return &Recorder{w: w} }
+
+// Write writes one frame as a line.
+func (r *Recorder) Write(f Frame) error {
+	b, err := appendFrame(r.buf[:0], &f)
+	if err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	r.buf = append(b, '\n')
+	if _, err := r.w.Write(r.buf); err != nil {
+		return fmt.Errorf("write frame: %w", err)
+	}
+	return nil
+}
+
+// Replay reads recorded frames and gives each connection's samples back to
+// a Tracker, as if watched live, calling fn with every frame it makes.
+func Replay(r io.Reader, t *Tracker, fn func(Frame) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		var f Frame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			return fmt.Errorf("recording line %d: not a tcpscope watch frame: %w", line, err)
+		}
+		socks := make([]model.Socket, len(f.Rows))
+		for i, r := range f.Rows {
+			socks[i] = r.Socket
+		}
+		if err := fn(t.Add(f.At, socks)); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read recording: %w", err)
+	}
+	if line == 0 {
+		return fmt.Errorf("the recording is empty")
+	}
+	return nil
+}

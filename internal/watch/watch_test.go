@@ -1,0 +1,99 @@
+package watch
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+func sock(cookie uint64, at time.Duration, acked, received model.Bytes) model.Socket {
+	return model.Socket{Cookie: cookie, TCP: model.Sample{At: at, BytesAcked: model.Some(acked), BytesReceived: model.Some(received)}}
+}
+
+func TestTrackerRatesOrderAndClose(t *testing.T) {
+	var tr Tracker
+	f := tr.Add(0, []model.Socket{sock(1, 0, 0, 0), sock(2, 0, 0, 0)})
+	if len(f.Rows) != 2 || !f.Rows[0].New || f.Rows[0].Rate != 0 {
+		t.Fatalf("first frame %+v", f)
+	}
+	// One second later: 1 sent 1 MB, 2 received 2 MB: 2 first.
+	f = tr.Add(time.Second, []model.Socket{sock(1, time.Second, 1_000_000, 0), sock(2, time.Second, 0, 2_000_000)})
+	if f.Rows[0].Cookie != 2 || f.Rows[0].Sending || f.Rows[0].Rate != 16*model.MbitPerSecond ||
+		f.Rows[1].Cookie != 1 || !f.Rows[1].Sending || f.Rows[1].Rate != 8*model.MbitPerSecond {
+		t.Errorf("second frame %+v", f.Rows)
+	}
+	f = tr.Add(2*time.Second, []model.Socket{sock(2, 2*time.Second, 0, 2_000_000)})
+	if len(f.Closed) != 1 || f.Closed[0].Cookie != 1 || f.Rows[0].Rate != 0 {
+		t.Errorf("third frame %+v", f)
+	}
+}
+
+// A Lister gives a connection list the rates, order and closed
+// connections a Tracker gives the same dumps.
+func TestListerAgreesWithTracker(t *testing.T) {
+	var tr Tracker
+	var ls Lister
+	r := rand.New(rand.NewPCG(3, 4))
+	acked := map[uint64]model.Bytes{}
+	for step := range 20 {
+		at := time.Duration(step) * 100 * time.Millisecond
+		var socks []model.Socket
+		for c := uint64(1); c <= 30; c++ {
+			if r.IntN(8) == 0 { // now and then a connection is missing
+				continue
+			}
+			acked[c] += model.Bytes(r.IntN(3)) * 1000
+			s := sock(c, at, acked[c], model.Bytes(r.IntN(2000)))
+			s.TCP.TotalRetrans = uint32(step)
+			socks = append(socks, s)
+		}
+		briefs := make([]ListRow, len(socks))
+		for i, s := range socks {
+			briefs[i].SocketBrief = model.SocketBrief{Cookie: s.Cookie, TCP: s.TCP.Brief()}
+		}
+		f, l := tr.Add(at, socks), ls.Add(at, briefs)
+		if len(f.Rows) != len(l.Rows) || len(f.Closed) != len(l.Closed) {
+			t.Fatalf("step %d: %d rows and %d closed, the list %d and %d", step, len(f.Rows), len(f.Closed), len(l.Rows), len(l.Closed))
+		}
+		for i, row := range f.Rows {
+			lr := l.Rows[i]
+			if lr.Cookie != row.Cookie || lr.Rate != row.Rate || lr.Sending != row.Sending || lr.Retrans != row.Retrans || lr.New != row.New {
+				t.Errorf("step %d row %d: frame %d %v %v %d %v, list %d %v %v %d %v", step, i,
+					row.Cookie, row.Rate, row.Sending, row.Retrans, row.New, lr.Cookie, lr.Rate, lr.Sending, lr.Retrans, lr.New)
+			}
+		}
+	}
+}
+
+func TestRecordAndReplay(t *testing.T) {
+	var buf bytes.Buffer
+	rec := NewRecorder(&buf)
+	var live Tracker
+	var want []model.Bitrate
+	for i := range 5 {
+		at := time.Duration(i) * time.Second
+		f := live.Add(at, []model.Socket{sock(7, at, model.Bytes(i)*125_000, 0)})
+		want = append(want, f.Rows[0].Rate)
+		if err := rec.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []model.Bitrate
+	err := Replay(&buf, &Tracker{Window: time.Minute}, func(f Frame) error {
+		got = append(got, f.Rows[0].Rate)
+		return nil
+	})
+	if err != nil || len(got) != 5 || got[4] != want[4] || got[4] != model.MbitPerSecond {
+		t.Errorf("replayed %v, live %v, %v", got, want, err)
+	}
+	if err := Replay(strings.NewReader("not json\n"), &Tracker{}, func(Frame) error { return nil }); err == nil {
+		t.Error("garbage replayed")
+	}
+	if err := Replay(strings.NewReader(""), &Tracker{}, func(Frame) error { return nil }); err == nil {
+		t.Error("an empty recording replayed")
+	}
+}
