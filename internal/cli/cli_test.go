@@ -57,6 +57,8 @@ func TestExitCodes(t *testing.T) {
 		{"over limit", []string{"test", "-t", "5", addr}, ExitBusy, "limit"},
 		{"bad cc", []string{"test", "-C", "nosuchcc", "-t", "0.2", addr}, ExitSocket, "TCP_CONGESTION"},
 		{"server args", []string{"server", "extra"}, ExitUsage, "no arguments"},
+		{"server port", []string{"server", "-p", "70000"}, ExitUsage, "bad --port"},
+		{"server listen", []string{"server", "--listen", "5201", "-p", "5202"}, ExitUsage, "bad --listen"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -71,6 +73,32 @@ func TestExitCodes(t *testing.T) {
 				t.Fatalf("stderr %q lacks %q or a hint", stderr, c.msg)
 			}
 		})
+	}
+}
+
+// iperf3 users start a server with -p and -B: they set the port and the
+// host of --listen.
+func TestServerPortAndBind(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close() // a free port, to hand to the server
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() { done <- Main(ctx, []string{"server", "-B", "127.0.0.1", "-p", port}, &out, &errb) }()
+	defer func() { cancel(); <-done }()
+	addr := net.JoinHostPort("127.0.0.1", port)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, _, stderr := run("test", addr, "-t", "0.2", "--no-diagnose")
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no server on %s: exit %d, %s", addr, code, stderr)
+		}
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 
 type serverFlags struct {
 	listen  string
+	port    int    // iperf3's -p: replaces the port of --listen
+	bind    string // iperf3's -B: replaces the host of --listen
 	limits  perf.Limits
 	jsonLog bool
 	debug   bool
@@ -36,6 +38,8 @@ their clients still get results.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", ":5201", "address to listen on")
+	fl.IntVarP(&f.port, "port", "p", 0, "port to listen on, as iperf3 -s -p (overrides the one in --listen)")
+	fl.StringVarP(&f.bind, "bind", "B", "", "address to listen on, as iperf3 -s -B (overrides the host in --listen)")
 	fl.IntVar(&f.limits.MaxTests, "max-tests", f.limits.MaxTests, "concurrent tests")
 	fl.Var(seconds{&f.limits.MaxDuration}, "max-duration", "longest test, omitted start included")
 	fl.IntVar(&f.limits.MaxStreams, "max-streams", f.limits.MaxStreams, "streams per test, both directions counted")
@@ -57,6 +61,22 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	var h slog.Handler = slog.NewTextHandler(stderr, opts)
 	if f.jsonLog {
 		h = slog.NewJSONHandler(stderr, opts)
+	}
+	if f.port != 0 || f.bind != "" {
+		host, port, err := net.SplitHostPort(f.listen)
+		if err != nil {
+			return usagef("--listen takes HOST:PORT, e.g. :5201 or [::1]:5201", "bad --listen %q", f.listen)
+		}
+		if f.port != 0 {
+			if f.port < 1 || f.port > 65535 {
+				return usagef("a port is 1 to 65535", "bad --port %d", f.port)
+			}
+			port = fmt.Sprint(f.port)
+		}
+		if f.bind != "" {
+			host = f.bind
+		}
+		f.listen = net.JoinHostPort(host, port)
 	}
 	ctx := cmd.Context()
 	var lc net.ListenConfig
