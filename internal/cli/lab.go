@@ -57,7 +57,7 @@ everything it creates is removed on exit, on error and on Ctrl-C
 			Long: `Measure the emulator on this machine: round trips of 2, 20 and 150 ms
 must measure within 0.3 ms + 1%, bottlenecks of 10 Mbit/s, 100 Mbit/s and
 1 Gbit/s must deliver within 2% of their rate, and random loss of 0.1%, 1%
-and 5% must drop within its 99% binomial interval. Takes about 30 s.
+and 5% must drop within its 99.9% binomial interval. Takes about 30 s.
 Exits 1 when a check fails.`,
 			Args: noArgs("tcpscope lab selftest"),
 			RunE: func(cmd *cobra.Command, args []string) error {
