@@ -36,15 +36,17 @@ demo-loopback: build
 	$(BIN) test 127.0.0.1:$(PORT) -t 2 -R -P 2 -w 256K
 
 # Tools the tests drive for real: iperf3 (benchmark peer and watched
-# transfers), nftables (lab loss), ethtool, tmux (the terminal view) and
-# python3 (a plain sender to watch). Installed only when missing, and only
-# as root on apt systems.
+# transfers), nftables (lab loss), ethtool, tmux (the terminal view),
+# python3 (a plain sender to watch) and postgresql (the archive's throwaway
+# test servers; Debian keeps initdb off PATH, hence the extra check).
+# Installed only when missing, and only as root on apt systems.
 setup:
 	@missing=""; for t in iperf3 nft ethtool tmux python3; do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "setup: installing$$missing"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 nftables ethtool tmux python3 >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 nftables ethtool tmux python3 postgresql >/dev/null; \
 	  else echo "setup: missing$$missing (install them as root; tests needing them will skip)"; fi; \
 	fi
 

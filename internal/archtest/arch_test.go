@@ -40,6 +40,8 @@ var allowed = map[string][]string{
 	"internal/lab/profile":    {"internal/model", "internal/lab/emulator"},
 	"internal/lab/experiment": {"internal/model", "internal/report", "internal/stats", "internal/tcpmath", "internal/lab", "internal/lab/emulator", "internal/lab/profile", "internal/perf"},
 	"internal/stats":          {},
+	"internal/archive":        {"internal/model"},
+	"internal/archive/pgtest": {},
 	"internal/tcpmath":        {"internal/model"},
 	"internal/archtest":       {},
 }

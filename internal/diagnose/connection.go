@@ -100,6 +100,14 @@ func ServerEnd(cfg model.TestConfig, rep model.EndReport) []model.Finding {
 	if cfg.IsUDP() {
 		return serverDatagrams(cfg, rep)
 	}
+	return Test(ServedRun(cfg, rep), Options{})
+}
+
+// ServedRun is a test as its server alone saw it: the server's report as
+// the run's far end, and a summary per direction from its totals (a
+// receiver's bytes where the server received, its sent bytes where it
+// only sent). It is what a server archives of the tests it serves.
+func ServedRun(cfg model.TestConfig, rep model.EndReport) *model.Run {
 	run := &model.Run{Schema: model.SchemaVersion, Config: cfg, Remote: rep, Client: model.EndReport{Side: model.ClientSide}, Ended: "complete"}
 	for i, d := range cfg.Directions() {
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d})
@@ -130,6 +138,12 @@ func ServerEnd(cfg model.TestConfig, rep model.EndReport) []model.Finding {
 				n++
 			} else {
 				sum.ReceiverBytes += t.Bytes
+				if t.UDP != nil {
+					if sum.UDP == nil {
+						sum.UDP = &model.Datagrams{SocketDrops: model.Some[int64](0)}
+					}
+					sum.UDP.Add(t.UDP)
+				}
 			}
 		}
 		if sum.ReceiverBytes == 0 {
@@ -146,9 +160,12 @@ func ServerEnd(cfg model.TestConfig, rep model.EndReport) []model.Finding {
 		if n > 0 {
 			sum.MeanRTT = rtt / time.Duration(n)
 		}
+		if sum.UDP != nil {
+			sum.LossRate = model.Some(sum.UDP.LossRate())
+		}
 		run.Summary = append(run.Summary, sum)
 	}
-	return Test(run, Options{})
+	return run
 }
 
 // serverDatagrams diagnoses the directions a UDP server received: its own

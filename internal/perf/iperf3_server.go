@@ -97,7 +97,8 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 		return
 	}
 	defer s.release(t)
-	rec := TestRecord{Client: conn.RemoteAddr().String(), Config: cfg}
+	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
+		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg}
 	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.ServerOutput != nil, log)
 	if rec.Err != nil {
 		log.Warn("iperf3 test failed", "err", rec.Err)

@@ -44,11 +44,17 @@ type Server struct {
 
 // TestRecord is what the server saw of one test.
 type TestRecord struct {
-	Client string
-	Config model.TestConfig
-	Report model.EndReport
-	Ended  string
-	Err    error
+	Start  time.Time // when it was admitted (wall clock, for the record)
+	Client string    // the client's address
+	Server string    // the address the client reached
+	// Tool is the client's kind: "tcpscope", or "iperf3" for a stock
+	// iperf3 client; ClientVersion is its version as it said.
+	Tool          string
+	ClientVersion string
+	Config        model.TestConfig
+	Report        model.EndReport
+	Ended         string
+	Err           error
 }
 
 type dataConn struct {
@@ -277,7 +283,8 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 	}
 	defer s.release(t)
 
-	rec := TestRecord{Client: conn.RemoteAddr().String(), Config: cfg}
+	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
+		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg}
 	log = log.With("client_version", m.Hello.Version)
 	rec.Report, rec.Ended, rec.Err = s.runTest(ctx, c, t, cfg, dirs)
 	if rec.Err != nil {
