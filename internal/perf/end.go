@@ -494,7 +494,10 @@ func (e *end) sample() {
 		}
 		for i, s := range e.streams {
 			cur, ok := e.read(s)
-			if !ok {
+			// A stream's final sample can be stamped just before a tick
+			// that read the socket once more, before the stream was
+			// marked done: the tick's sample is then the newer one.
+			if !ok || cur.At < prev[i].At {
 				cur = prev[i]
 			}
 			b := s.moved.Load()
