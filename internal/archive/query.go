@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,10 +87,7 @@ func (a *Archive) List(ctx context.Context, q Query) ([]Record, error) {
 	if err := a.fillDirections(ctx, out, byID, where, args); err != nil {
 		return nil, err
 	}
-	// Oldest first reads like a log; the query took the newest.
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out) // oldest first reads like a log; the query took the newest
 	return out, nil
 }
 
@@ -138,12 +136,13 @@ func (a *Archive) fillDirections(ctx context.Context, recs []Record, byID map[in
 
 type scanner interface{ Scan(...any) error }
 
-func scanRecord(row scanner) (Record, error) {
+// scanRecord reads recordColumns, then any further columns into extra.
+func scanRecord(row scanner, extra ...any) (Record, error) {
 	var r Record
 	var origin string
 	var dur int64
-	err := row.Scan(&r.ID, &r.Start, &r.Saved, &origin, &r.Host, &r.Peer, &r.Tool, &r.Label, &r.Protocol,
-		&r.Streams, &r.Mode, &dur, &r.Ended, &r.Primary)
+	err := row.Scan(append([]any{&r.ID, &r.Start, &r.Saved, &origin, &r.Host, &r.Peer, &r.Tool, &r.Label, &r.Protocol,
+		&r.Streams, &r.Mode, &dur, &r.Ended, &r.Primary}, extra...)...)
 	r.Origin, r.Duration = model.Side(origin), time.Duration(dur)
 	r.Start, r.Saved = r.Start.UTC(), r.Saved.UTC()
 	return r, err
@@ -153,19 +152,13 @@ func scanRecord(row scanner) (Record, error) {
 func (a *Archive) Get(ctx context.Context, id int64) (Record, *model.Run, error) {
 	var doc string
 	row := a.db.QueryRowContext(ctx, `SELECT `+recordColumns+`, r.document FROM runs r WHERE r.id = $1`, id)
-	var rec Record
-	var origin string
-	var dur int64
-	err := row.Scan(&rec.ID, &rec.Start, &rec.Saved, &origin, &rec.Host, &rec.Peer, &rec.Tool, &rec.Label, &rec.Protocol,
-		&rec.Streams, &rec.Mode, &dur, &rec.Ended, &rec.Primary, &doc)
+	rec, err := scanRecord(row, &doc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, nil, fmt.Errorf("run %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("get run %d: %w", id, err)
 	}
-	rec.Origin, rec.Duration = model.Side(origin), time.Duration(dur)
-	rec.Start, rec.Saved = rec.Start.UTC(), rec.Saved.UTC()
 	var run model.Run
 	if err := json.Unmarshal([]byte(doc), &run); err != nil {
 		return Record{}, nil, fmt.Errorf("get run %d: its document: %w", id, err)
