@@ -190,7 +190,7 @@ func (a *Archive) Save(ctx context.Context, e Entry) (int64, error) {
 	}
 	var dur time.Duration
 	for _, s := range r.Summary {
-		dur = max(dur, s.Duration)
+		dur = max(dur, s.Duration.V)
 	}
 	ended := r.Ended
 	if ended == "" {
@@ -213,8 +213,8 @@ func (a *Archive) Save(ctx context.Context, e Entry) (int64, error) {
 	for _, s := range r.Summary {
 		_, err := tx.ExecContext(ctx, `INSERT INTO directions (run_id, direction, goodput_bps, sender_bytes, receiver_bytes,
 			retrans_segs, loss_rate, min_rtt_ns, mean_rtt_ns) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			id, string(s.Direction), float64(s.Goodput), int64(s.SenderBytes), int64(s.ReceiverBytes),
-			int64(s.RetransSegs), nullable(s.LossRate), nullable(durationNS(s.MinRTT)), int64(s.MeanRTT))
+			id, string(s.Direction), nullable(s.Goodput), nullable(s.SenderBytes), nullable(s.ReceiverBytes),
+			nullable(s.RetransSegs), nullable(s.LossRate), nullable(durationNS(s.MinRTT)), nullable(durationNS(s.MeanRTT)))
 		if err != nil {
 			return 0, fmt.Errorf("save run: direction: %w", err)
 		}
@@ -237,10 +237,19 @@ func durationNS(o model.Opt[time.Duration]) model.Opt[int64] {
 	return model.Opt[int64]{V: int64(o.V), OK: o.OK}
 }
 
-// nullable is NULL for an unknown value.
+// nullable is NULL for an unknown value, and the value in a type both
+// drivers take (they know no Go named types such as model.Bytes).
 func nullable[T any](o model.Opt[T]) any {
 	if !o.OK {
 		return nil
+	}
+	switch v := any(o.V).(type) {
+	case model.Bytes:
+		return int64(v)
+	case model.Bitrate:
+		return float64(v)
+	case uint32:
+		return int64(v)
 	}
 	return o.V
 }

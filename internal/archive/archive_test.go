@@ -38,9 +38,9 @@ func run(start time.Time, mbit float64, finding string) *model.Run {
 		Schema: model.SchemaVersion, Start: start, Server: "192.0.2.7:5201",
 		Config: model.TestConfig{Protocol: model.TCP, Duration: 10 * time.Second, Parallel: 2},
 		Summary: []model.DirectionSummary{{
-			Direction: model.ClientToServer, Streams: 2, SenderBytes: 125_000_000, ReceiverBytes: 124_000_000,
-			Duration: 10 * time.Second, Goodput: model.Bitrate(mbit) * model.MbitPerSecond, RetransSegs: 17,
-			LossRate: model.Some(0.0012), MinRTT: model.Some(20 * time.Millisecond), MeanRTT: 23 * time.Millisecond,
+			Direction: model.ClientToServer, Streams: 2, SenderBytes: model.Some[model.Bytes](125_000_000), ReceiverBytes: model.Some[model.Bytes](124_000_000),
+			Duration: model.Some(10 * time.Second), Goodput: model.Some(model.Bitrate(mbit) * model.MbitPerSecond), RetransSegs: model.Some[uint32](17),
+			LossRate: model.Some(0.0012), MinRTT: model.Some(20 * time.Millisecond), MeanRTT: model.Some(23 * time.Millisecond),
 		}},
 		Diagnosis: []model.Finding{
 			{ID: finding, Primary: true, Layer: model.LayerNetwork, Severity: model.Info, Direction: model.ClientToServer, Summary: "s"},
@@ -80,7 +80,7 @@ func TestSaveListGet(t *testing.T) {
 			r.Mode != "forward" || r.Duration != 10*time.Second || r.Primary != "bottleneck" || r.Protocol != "tcp" {
 			t.Errorf("record %+v", r)
 		}
-		if len(r.Directions) != 1 || r.Directions[0].Goodput != 95*model.MbitPerSecond ||
+		if len(r.Directions) != 1 || r.Directions[0].Goodput.V != 95*model.MbitPerSecond ||
 			r.Directions[0].MinRTT != model.Some(20*time.Millisecond) || r.Directions[0].LossRate != model.Some(0.0012) {
 			t.Errorf("directions %+v", r.Directions)
 		}

@@ -106,10 +106,8 @@ func (a *Archive) fillDirections(ctx context.Context, recs []Record, byID map[in
 		var id int64
 		var s model.DirectionSummary
 		var dir string
-		var goodput float64
-		var sent, recv, retrans, meanRTT int64
-		var loss sql.NullFloat64
-		var minRTT sql.NullInt64
+		var goodput, loss sql.NullFloat64
+		var sent, recv, retrans, minRTT, meanRTT sql.NullInt64
 		if err := rows.Scan(&id, &dir, &goodput, &sent, &recv, &retrans, &loss, &minRTT, &meanRTT); err != nil {
 			return fmt.Errorf("list runs: directions: %w", err)
 		}
@@ -117,15 +115,14 @@ func (a *Archive) fillDirections(ctx context.Context, recs []Record, byID map[in
 		if !ok {
 			continue // beyond the limit
 		}
-		s.Direction, s.Goodput = model.Direction(dir), model.Bitrate(goodput)
-		s.SenderBytes, s.ReceiverBytes, s.RetransSegs = model.Bytes(sent), model.Bytes(recv), uint32(retrans)
-		s.MeanRTT = time.Duration(meanRTT)
-		if loss.Valid {
-			s.LossRate = model.Some(loss.Float64)
-		}
-		if minRTT.Valid {
-			s.MinRTT = model.Some(time.Duration(minRTT.Int64))
-		}
+		s.Direction = model.Direction(dir)
+		s.Goodput = optOf(goodput.Valid, model.Bitrate(goodput.Float64))
+		s.SenderBytes = optOf(sent.Valid, model.Bytes(sent.Int64))
+		s.ReceiverBytes = optOf(recv.Valid, model.Bytes(recv.Int64))
+		s.RetransSegs = optOf(retrans.Valid, uint32(retrans.Int64))
+		s.LossRate = optOf(loss.Valid, loss.Float64)
+		s.MinRTT = optOf(minRTT.Valid, time.Duration(minRTT.Int64))
+		s.MeanRTT = optOf(meanRTT.Valid, time.Duration(meanRTT.Int64))
 		recs[i].Directions = append(recs[i].Directions, s)
 	}
 	if err := rows.Err(); err != nil {
@@ -183,4 +180,12 @@ func (a *Archive) Delete(ctx context.Context, q Query) (int64, error) {
 		return 0, fmt.Errorf("delete runs: %w", err)
 	}
 	return n, nil
+}
+
+// optOf is a column read back: absent where it was NULL.
+func optOf[T any](valid bool, v T) model.Opt[T] {
+	if !valid {
+		return model.Opt[T]{}
+	}
+	return model.Some(v)
 }

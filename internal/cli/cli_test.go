@@ -128,7 +128,7 @@ func TestJSONOutput(t *testing.T) {
 	if r.Schema != model.SchemaVersion || len(r.Client.Intervals) == 0 || len(r.Remote.Intervals) == 0 || len(r.Summary) != 1 {
 		t.Fatalf("incomplete document: schema %q, %d/%d intervals", r.Schema, len(r.Client.Intervals), len(r.Remote.Intervals))
 	}
-	if r.Summary[0].Direction != model.ServerToClient || r.Summary[0].ReceiverBytes != r.Summary[0].SenderBytes {
+	if r.Summary[0].Direction != model.ServerToClient || r.Summary[0].ReceiverBytes.V != r.Summary[0].SenderBytes.V {
 		t.Fatalf("summary %+v", r.Summary[0])
 	}
 }

@@ -38,9 +38,9 @@ type diagnoseResult struct {
 }
 
 type directionLimit struct {
-	Direction model.Direction `json:"direction"`
-	Goodput   model.Bitrate   `json:"goodput"`
-	Finding   string          `json:"finding"`
+	Direction model.Direction          `json:"direction"`
+	Goodput   model.Opt[model.Bitrate] `json:"goodput,omitzero"`
+	Finding   string                   `json:"finding"`
 }
 
 func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -146,7 +146,14 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 				}
 			}
 			res.Limits = append(res.Limits, lim)
-			say("3. test, %s for %v: %s, retransmitted %d segments; limited by %s", directionWords(s.Direction), f.duration, s.Goodput, s.RetransSegs, lim.Finding)
+			got, retr := "goodput not measured", "retransmissions not measured"
+			if g, ok := s.Goodput.Get(); ok {
+				got = g.String()
+			}
+			if n, ok := s.RetransSegs.Get(); ok {
+				retr = fmt.Sprintf("retransmitted %d segments", n)
+			}
+			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), f.duration, got, retr, lim.Finding)
 		}
 	}
 

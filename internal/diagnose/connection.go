@@ -1,8 +1,6 @@
 package diagnose
 
 import (
-	"time"
-
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -39,7 +37,7 @@ func ConnectionRun(series []model.Sample) *model.Run {
 		Config:  model.TestConfig{Protocol: "tcp", Parallel: 1, Reverse: !sender},
 		Streams: []model.StreamInfo{{ID: 0, Direction: dir}},
 		Client:  model.EndReport{Side: model.ClientSide},
-		Remote:  model.EndReport{Side: model.ServerSide},
+		Remote:  model.EndReport{Side: model.ServerSide, NoKernelState: true},
 		Ended:   "complete",
 	}
 	var maxWnd model.Bytes
@@ -62,8 +60,12 @@ func ConnectionRun(series []model.Sample) *model.Run {
 		maxCwnd = max(maxCwnd, cur.CwndBytes())
 		maxRTT = max(maxRTT, cur.RTT)
 	}
-	total := model.StreamTotal{Stream: 0, Role: role, Bytes: moved(last) - moved(first), Duration: span, Final: *last,
-		RetransSegs: last.TotalRetrans - first.TotalRetrans, MaxCwnd: maxCwnd, MaxRTT: maxRTT}
+	final := *last
+	total := model.StreamTotal{Stream: 0, Role: role, Bytes: moved(last) - moved(first), Duration: span, Final: &final,
+		MaxCwnd: model.Some(maxCwnd), MaxRTT: model.Some(maxRTT)}
+	if sender {
+		total.RetransSegs = model.Some(last.TotalRetrans - first.TotalRetrans)
+	}
 	total.Rate = model.RateOf(total.Bytes, span.Seconds())
 	total.AllBytes = total.Bytes
 	if sender {
@@ -79,9 +81,15 @@ func ConnectionRun(series []model.Sample) *model.Run {
 		}
 	}
 	run.Client.Totals = []model.StreamTotal{total}
-	sum := model.DirectionSummary{Direction: dir, Streams: 1, SenderBytes: total.Bytes, ReceiverBytes: total.Bytes,
-		Duration: span, Goodput: total.Rate, SenderRate: total.Rate, RetransSegs: total.RetransSegs,
-		RetransBytes: total.RetransBytes, MeanRTT: last.RTT}
+	// One end watched: a sender's acknowledged bytes are what arrived,
+	// a receiver's read bytes what it got; the other figures are the
+	// watched end's own.
+	sum := model.DirectionSummary{Direction: dir, Streams: 1, SenderBytes: model.Some(total.Bytes), ReceiverBytes: model.Some(total.Bytes),
+		Duration: model.Some(span), Goodput: model.Some(total.Rate), SenderRate: model.Some(total.Rate), RetransSegs: total.RetransSegs,
+		RetransBytes: total.RetransBytes}
+	if sender {
+		sum.MeanRTT = model.Some(last.RTT)
+	}
 	if m, ok := last.MinRTT.Get(); ok {
 		sum.MinRTT = model.Some(m)
 	}
@@ -108,63 +116,13 @@ func ServerEnd(cfg model.TestConfig, rep model.EndReport) []model.Finding {
 // receiver's bytes where the server received, its sent bytes where it
 // only sent). It is what a server archives of the tests it serves.
 func ServedRun(cfg model.TestConfig, rep model.EndReport) *model.Run {
-	run := &model.Run{Schema: model.SchemaVersion, Config: cfg, Remote: rep, Client: model.EndReport{Side: model.ClientSide}, Ended: "complete"}
+	// The client is stock iperf3 or gone: its end is unknown, not zero.
+	run := &model.Run{Schema: model.SchemaVersion, Config: cfg, Remote: rep,
+		Client: model.EndReport{Side: model.ClientSide, NoKernelState: true}, Ended: "complete"}
 	for i, d := range cfg.Directions() {
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d})
 	}
-	for _, dir := range []model.Direction{model.ClientToServer, model.ServerToClient} {
-		ids := run.StreamIDs(dir)
-		if len(ids) == 0 {
-			continue
-		}
-		sum := model.DirectionSummary{Direction: dir, Streams: len(ids)}
-		var sent, retrans model.Bytes
-		var rtt time.Duration
-		n := 0
-		for _, t := range rep.Totals {
-			if !ids[t.Stream] {
-				continue
-			}
-			sum.Duration = max(sum.Duration, t.Duration)
-			if t.Role == model.Sender {
-				sum.SenderBytes += t.Bytes
-				sum.RetransSegs += t.RetransSegs
-				sent += t.SentBytes.V
-				retrans += t.RetransBytes.V
-				if m, ok := t.Final.MinRTT.Get(); ok && (!sum.MinRTT.OK || m < sum.MinRTT.V) {
-					sum.MinRTT = model.Some(m)
-				}
-				rtt += t.Final.RTT
-				n++
-			} else {
-				sum.ReceiverBytes += t.Bytes
-				if t.UDP != nil {
-					if sum.UDP == nil {
-						sum.UDP = &model.Datagrams{SocketDrops: model.Some[int64](0)}
-					}
-					sum.UDP.Add(t.UDP)
-				}
-			}
-		}
-		if sum.ReceiverBytes == 0 {
-			sum.ReceiverBytes = sum.SenderBytes // the server only sent: its view is all there is
-		}
-		if sum.Duration > 0 {
-			sum.Goodput = model.RateOf(sum.ReceiverBytes, sum.Duration.Seconds())
-			sum.SenderRate = model.RateOf(sum.SenderBytes, sum.Duration.Seconds())
-		}
-		if sent > 0 {
-			sum.LossRate = model.Some(float64(retrans) / float64(sent))
-			sum.RetransBytes = model.Some(retrans)
-		}
-		if n > 0 {
-			sum.MeanRTT = rtt / time.Duration(n)
-		}
-		if sum.UDP != nil {
-			sum.LossRate = model.Some(sum.UDP.LossRate())
-		}
-		run.Summary = append(run.Summary, sum)
-	}
+	run.Summary = model.Summarize(run)
 	return run
 }
 
@@ -179,8 +137,8 @@ func serverDatagrams(cfg model.TestConfig, rep model.EndReport) []model.Finding 
 			continue
 		}
 		sum.Streams++
-		sum.ReceiverBytes += t.Bytes
-		sum.Duration = max(sum.Duration, t.Duration)
+		sum.ReceiverBytes = model.Some(sum.ReceiverBytes.V + t.Bytes)
+		sum.Duration = model.Some(max(sum.Duration.V, t.Duration))
 		if sum.UDP == nil {
 			sum.UDP = &model.Datagrams{SocketDrops: model.Some[int64](0)}
 		}
@@ -192,9 +150,9 @@ func serverDatagrams(cfg model.TestConfig, rep model.EndReport) []model.Finding 
 	if cfg.Reverse || cfg.Bidir {
 		sum.Direction = model.ClientToServer // a server receives only this way
 	}
-	sum.Goodput = model.RateOf(sum.ReceiverBytes, sum.Duration.Seconds())
+	sum.Goodput = model.Some(model.RateOf(sum.ReceiverBytes.V, sum.Duration.V.Seconds()))
 	if got := sum.UDP.Packets - sum.UDP.Lost; got > 0 {
-		sum.SenderRate = model.Bitrate(float64(sum.Goodput) * float64(sum.UDP.Packets) / float64(got))
+		sum.SenderRate = model.Some(model.Bitrate(float64(sum.Goodput.V) * float64(sum.UDP.Packets) / float64(got)))
 	}
 	out = datagramFindings(&sum, 0, cfg.Window, Options{})
 	for i := range out {

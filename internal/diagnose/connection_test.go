@@ -53,7 +53,7 @@ func TestConnectionReceiver(t *testing.T) {
 		{At: 1e9, BytesReceived: model.Some[model.Bytes](1_000_000), RecvQ: model.Some[model.Bytes](0)}}
 	run := ConnectionRun(s)
 	if run.Summary[0].Direction != model.ServerToClient || run.Client.Totals[0].Role != model.Receiver ||
-		run.Summary[0].Goodput != 8*model.MbitPerSecond {
+		run.Summary[0].Goodput.V != 8*model.MbitPerSecond {
 		t.Errorf("receiver run: %+v", run.Summary)
 	}
 	if fs := Connection(s, Options{}); len(fs) == 0 || !fs[0].Primary {

@@ -154,7 +154,7 @@ func direction(v *view, run *model.Run, o Options) []model.Finding {
 // itself.
 func limit(v *view, run *model.Run, o Options) model.Finding {
 	l := v.limited
-	atWindow := v.windowOK && float64(v.sum.Goodput) >= nearWindow*float64(v.windowBound)
+	atWindow := v.windowOK && float64(v.goodput) >= nearWindow*float64(v.windowBound)
 	receiverBound := v.cwndOverRwnd >= limitedShare && v.loss < lossFloor
 	if slowReading(v, receiverBound) {
 		return slowReader(v)
@@ -180,7 +180,7 @@ func limit(v *view, run *model.Run, o Options) model.Finding {
 		// window or buffer was ever what stopped it (a fast path drains
 		// a small window between samples and looks idle too).
 		return appLimited(v, run)
-	case v.maxPacing > 0 && float64(v.sum.Goodput) >= nearWindow*float64(v.streams)*float64(v.maxPacing):
+	case v.maxPacing > 0 && float64(v.goodput) >= nearWindow*float64(v.streams)*float64(v.maxPacing):
 		return pacingLimited(v, run)
 	}
 	if !pathFull(v) {
@@ -210,7 +210,7 @@ func rttEvidence(v *view) model.Evidence {
 }
 
 func goodputEvidence(v *view) model.Evidence {
-	return model.Evidence{What: "goodput", Value: rate(v.sum.Goodput), Source: v.source(model.Receiver)}
+	return model.Evidence{What: "goodput", Value: rate(v.goodput), Source: v.source(model.Receiver)}
 }
 
 // bufferFor is the socket buffer a window of w needs: Linux gives half of
@@ -254,7 +254,7 @@ func rwndLimited(v *view, run *model.Run, o Options) model.Finding {
 		// The seed's case: without window scaling no buffer helps.
 		f.ID = "wscale-off"
 		f.Summary = fmt.Sprintf("Window scaling is off, so the receiver can offer at most 64 KiB: %s at this RTT, and the transfer got %s.",
-			rate(tcpmath.WindowRate(fullWindow64K, v.minRTT)), rate(v.sum.Goodput))
+			rate(tcpmath.WindowRate(fullWindow64K, v.minRTT)), rate(v.goodput))
 		f.Explanation = "Without the window scale option (RFC 7323) a TCP window is a 16-bit number, at most 65,535 bytes, and a sender can have no more than one window in flight per round trip. " +
 			"Either end can turn it off, and a middlebox can strip it from the handshake; then no buffer size helps."
 		f.Evidence = append(f.Evidence, model.Evidence{What: "window scaling negotiated", Value: "no", Source: v.source(model.Sender)})
@@ -272,7 +272,7 @@ func rwndLimited(v *view, run *model.Run, o Options) model.Finding {
 		pct(v.limited.Rwnd), win.Binary(), v.minRTT.Round(time.Microsecond), rate(v.windowBound))
 	if !v.limitedOK {
 		f.Summary = fmt.Sprintf("The receiver's window limits this transfer: goodput %s is the window/RTT bound %s (%s per %v).",
-			rate(v.sum.Goodput), rate(v.windowBound), win.Binary(), v.minRTT.Round(time.Microsecond))
+			rate(v.goodput), rate(v.windowBound), win.Binary(), v.minRTT.Round(time.Microsecond))
 	}
 	f.Explanation = "TCP can have at most one receive window of data in flight per round trip, so the rate is at most window/RTT. The receiver's window comes from its socket buffer: " +
 		"the autotuning maximum net.ipv4.tcp_rmem, or a fixed SO_RCVBUF (which turns autotuning off). A long path needs a window of its bandwidth-delay product."
@@ -310,7 +310,7 @@ func slowReading(v *view, receiverBound bool) bool {
 func slowReader(v *view) model.Finding {
 	f := model.Finding{ID: "slow-reader", Layer: model.LayerApplication, Severity: model.Critical, Confidence: model.High}
 	f.Summary = fmt.Sprintf("The receiving application reads slower than the network delivers: its window stayed near %s (median) although its buffer allowed %s, and the transfer got %s.",
-		v.medianWindow.Binary(), v.peerWindow.Binary(), rate(v.sum.Goodput))
+		v.medianWindow.Binary(), v.peerWindow.Binary(), rate(v.goodput))
 	f.Explanation = "A receiver advertises the free space in its buffer. When the application does not read, the buffer fills with unread data and the window closes to what each read frees; the sender, with a congestion window many times larger, waits. A bigger buffer only postpones it: the application must read faster."
 	f.Evidence = []model.Evidence{
 		goodputEvidence(v),
@@ -389,7 +389,7 @@ func pathFull(v *view) bool {
 func pacingLimited(v *view, run *model.Run) model.Finding {
 	f := model.Finding{ID: "pacing-limited", Layer: model.LayerApplication, Severity: model.Warning, Confidence: model.High}
 	cap := model.Bitrate(float64(v.streams) * float64(v.maxPacing))
-	f.Summary = fmt.Sprintf("The sender's pacing cap is the limit: SO_MAX_PACING_RATE allows %s, and the transfer got %s.", rate(cap), rate(v.sum.Goodput))
+	f.Summary = fmt.Sprintf("The sender's pacing cap is the limit: SO_MAX_PACING_RATE allows %s, and the transfer got %s.", rate(cap), rate(v.goodput))
 	f.Explanation = "A socket with SO_MAX_PACING_RATE never sends faster than the cap, whatever the path could carry. Applications set it to share a link politely; tcpscope sets it with --fq-rate."
 	f.Evidence = []model.Evidence{goodputEvidence(v),
 		{What: "pacing cap per stream (SO_MAX_PACING_RATE)", Value: rate(v.maxPacing), Source: v.source(model.Sender)}}
@@ -412,7 +412,7 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 	c := o.c()
 	one := tcpmath.Mathis(v.mss, v.minRTT, v.loss, c)
 	bound := model.Bitrate(float64(max(v.streams, 1)) * float64(one))
-	ratio := float64(v.sum.Goodput) / float64(bound)
+	ratio := float64(v.goodput) / float64(bound)
 	// Loss in bursts costs a loss-based sender one window reduction, or a
 	// timeout, for many lost packets: the rate sits above the bound the
 	// retransmitted share gives, and the timeouts show where it went.
@@ -428,10 +428,10 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 		f.Confidence = model.Medium
 	}
 	f.Summary = fmt.Sprintf("Packet loss limits this transfer: %.3g%% of the bytes sent were retransmitted, and the Mathis bound at %v is %s; it got %s.",
-		100*v.loss, v.minRTT.Round(time.Microsecond), rate(bound), rate(v.sum.Goodput))
+		100*v.loss, v.minRTT.Round(time.Microsecond), rate(bound), rate(v.goodput))
 	if ratio > mathisBand {
 		f.Summary = fmt.Sprintf("Packet loss in bursts limits this transfer: %.3g%% of the bytes sent were retransmitted and the sender spent %s of the time in retransmission timeouts; it got %s.",
-			100*v.loss, pct(v.rtoShare()), rate(v.sum.Goodput))
+			100*v.loss, pct(v.rtoShare()), rate(v.goodput))
 	}
 	f.Explanation = "A loss-based congestion control (reno, cubic) halves its window at every loss, so with loss probability p a flow averages at most C·MSS/(RTT·√p) (Mathis et al.). " +
 		"The longer the path, the less loss it takes. Find where packets are lost: a bad cable or optic, a duplex mismatch, a full queue on the path."
@@ -470,7 +470,7 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 // not explain the rate: the path is the limit. Healthy.
 func bottleneck(v *view, o Options) model.Finding {
 	f := model.Finding{ID: "bottleneck", Layer: model.LayerNetwork, Severity: model.Info, Confidence: model.Medium}
-	f.Summary = fmt.Sprintf("The path's bottleneck is the limit: %s, with the hosts not holding the sender back.", rate(v.sum.Goodput))
+	f.Summary = fmt.Sprintf("The path's bottleneck is the limit: %s, with the hosts not holding the sender back.", rate(v.goodput))
 	f.Explanation = "The sender was limited by its congestion window, which follows what the path delivers, not by a buffer or the application. This is how a healthy transfer looks."
 	f.Evidence = []model.Evidence{goodputEvidence(v), rttEvidence(v)}
 	if v.limitedOK {
@@ -482,9 +482,9 @@ func bottleneck(v *view, o Options) model.Finding {
 	if v.deliveryMax > 0 {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)})
 	}
-	if o.Target > 0 && float64(v.sum.Goodput) < 0.8*float64(o.Target) {
+	if o.Target > 0 && float64(v.goodput) < 0.8*float64(o.Target) {
 		f.Severity = model.Warning
-		f.Summary = fmt.Sprintf("The path delivers %s, below the %s target, and the hosts are not what holds it back.", rate(v.sum.Goodput), rate(o.Target))
+		f.Summary = fmt.Sprintf("The path delivers %s, below the %s target, and the hosts are not what holds it back.", rate(v.goodput), rate(o.Target))
 		f.Explanation += " The target is not met: the bottleneck is slower than expected, or shared with other traffic."
 		f.Fix = []model.Fix{{Where: "path", Kind: "tcpscope", Command: "test at different times of day (cross traffic), and with -P 4 (a shared bottleneck gives more streams more)"}}
 	}
@@ -496,8 +496,8 @@ func bottleneck(v *view, o Options) model.Finding {
 // retransmission timeouts. Small packets (the handshake, ACKs) crossed
 // and full-size ones did not: a path-MTU black hole is the usual cause.
 func stalled(v *view) (model.Finding, bool) {
-	none := v.sum.ReceiverBytes == 0 && (v.rtos > 0 || v.retrans > 0)
-	stuck := v.rtos >= 3 && v.life > 0 && v.rtoTime*2 >= v.life && v.sum.ReceiverBytes < stalledBytes
+	none := v.received == 0 && (v.rtos > 0 || v.retrans > 0)
+	stuck := v.rtos >= 3 && v.life > 0 && v.rtoTime*2 >= v.life && v.received < stalledBytes
 	// The kernel raises the receiver's rcv_mss to the largest segment
 	// that arrived: full-size segments crossed, so what stalled the
 	// sender was loss (long bursts of it), not the MTU.
@@ -508,14 +508,14 @@ func stalled(v *view) (model.Finding, bool) {
 	f := model.Finding{ID: "pmtu-blackhole", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
 	got := "no data arrived"
 	if !none {
-		got = fmt.Sprintf("only %s arrived", v.sum.ReceiverBytes.Decimal())
+		got = fmt.Sprintf("only %s arrived", v.received.Decimal())
 	}
 	f.Summary = fmt.Sprintf("The connection opened but %s: the sender backed off through %d retransmission timeouts (%v). Full-size packets are being dropped; suspect a path-MTU black hole.",
 		got, v.rtos, v.rtoTime.Round(100*time.Millisecond))
 	f.Explanation = "The handshake's small packets got through but full-size segments did not, and no ICMP \"fragmentation needed\" came back to lower the sender's MSS. " +
 		"A link with a smaller MTU whose router's ICMP is filtered does this. Long bursts of loss can stall a transfer the same way: if small transfers to the same host also stall, it is loss, not the MTU."
 	f.Evidence = []model.Evidence{
-		{What: "bytes received", Value: v.sum.ReceiverBytes.Decimal(), Source: v.source(model.Receiver)},
+		{What: "bytes received", Value: v.received.Decimal(), Source: v.source(model.Receiver)},
 		{What: "time in retransmission timeouts", Value: v.rtoTime.Round(time.Millisecond).String(), Source: v.source(model.Sender)},
 		{What: "retransmission timeouts", Value: fmt.Sprint(v.rtos), Source: v.source(model.Sender)},
 		{What: "sender's MSS and path MTU", Value: fmt.Sprintf("%d B, %d B", v.mss, v.pmtu), Source: v.source(model.Sender)},

@@ -146,7 +146,7 @@ func TestScenarios(t *testing.T) {
 				primary = fs[0].ID
 			}
 			table = append(table, fmt.Sprintf("%-28s %-16s %-14s %s  (%s, all: %s)", s.name, primary, s.want, verdict,
-				run.Summary[0].Goodput, strings.Join(ids, " ")))
+				run.Summary[0].Goodput.V, strings.Join(ids, " ")))
 		})
 	}
 	t.Logf("scenario → primary finding → wanted → verdict\n%s", strings.Join(table, "\n"))

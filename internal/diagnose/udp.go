@@ -74,7 +74,7 @@ func datagramFindings(s *model.DirectionSummary, asked model.Bitrate, window mod
 		pathLoss = float64(pathLost) / float64(u.Packets)
 	}
 	lossEv := model.Evidence{What: "datagrams lost", Value: fmt.Sprintf("%d of %d (%.3g%%)", u.Lost, u.Packets, 100*loss), Source: src(model.Receiver)}
-	rateEv := model.Evidence{What: "goodput and sending rate", Value: fmt.Sprintf("%s, %s", s.Goodput, s.SenderRate), Source: src(model.Receiver)}
+	rateEv := model.Evidence{What: "goodput and sending rate", Value: fmt.Sprintf("%s, %s", s.Goodput.V, s.SenderRate.V), Source: src(model.Receiver)}
 	var out []model.Finding
 	var primary *model.Finding
 	add := func(f model.Finding, isPrimary bool) {
@@ -88,7 +88,7 @@ func datagramFindings(s *model.DirectionSummary, asked model.Bitrate, window mod
 	}
 
 	if dropsKnown && drops > 0 && loss >= udpLossFloor && float64(drops) >= udpDropsShare*float64(u.Lost) {
-		need := model.Bytes(s.SenderRate.BytesPerSecond() * udpRcvbufTime.Seconds() / float64(max(s.Streams, 1)))
+		need := model.Bytes(s.SenderRate.V.BytesPerSecond() * udpRcvbufTime.Seconds() / float64(max(s.Streams, 1)))
 		need = max(need, 4*model.MiB)
 		sev := model.Warning
 		if loss >= 0.01 {
@@ -115,12 +115,12 @@ func datagramFindings(s *model.DirectionSummary, asked model.Bitrate, window mod
 		add(f, true)
 	}
 
-	if asked > 0 && float64(s.SenderRate) < udpShortfall*float64(asked) {
+	if asked > 0 && float64(s.SenderRate.V) < udpShortfall*float64(asked) {
 		f := model.Finding{ID: "udp-sender-limited", Layer: model.LayerHost, Severity: model.Warning, Confidence: model.High,
-			Summary: fmt.Sprintf("The sender reached only %s of the %s asked for: the sending host could not keep up.", s.SenderRate, asked),
+			Summary: fmt.Sprintf("The sender reached only %s of the %s asked for: the sending host could not keep up.", s.SenderRate.V, asked),
 			Explanation: "Each datagram costs a system call and a trip through the stack; at high rates a core saturates before the link does. " +
 				"Larger datagrams (up to the path MTU), more streams on more cores, or a faster host lift the rate; the path was not tested above what was sent.",
-			Evidence: []model.Evidence{{What: "sending rate, asked and reached", Value: fmt.Sprintf("%s, %s", asked, s.SenderRate), Source: src(model.Sender)}},
+			Evidence: []model.Evidence{{What: "sending rate, asked and reached", Value: fmt.Sprintf("%s, %s", asked, s.SenderRate.V), Source: src(model.Sender)}},
 			Fix: []model.Fix{
 				{Where: "sender", Kind: "tcpscope", Command: "tcpscope test -u -l 8K ... (larger datagrams; IP fragments them above the MTU)"},
 				{Where: "sender", Kind: "tcpscope", Command: "tcpscope test -u -P 4 ... (streams on more cores)"},
@@ -130,13 +130,13 @@ func datagramFindings(s *model.DirectionSummary, asked model.Bitrate, window mod
 	}
 
 	if pathLoss >= udpLossFloor {
-		over := pathLoss >= udpOverShare && float64(s.Goodput) < (1-pathLoss/2)*float64(s.SenderRate)
-		id, summary := "udp-path-loss", fmt.Sprintf("The path lost %.3g%% of the datagrams sent at %s.", 100*pathLoss, s.SenderRate)
+		over := pathLoss >= udpOverShare && float64(s.Goodput.V) < (1-pathLoss/2)*float64(s.SenderRate.V)
+		id, summary := "udp-path-loss", fmt.Sprintf("The path lost %.3g%% of the datagrams sent at %s.", 100*pathLoss, s.SenderRate.V)
 		expl := "Datagrams went missing between the hosts: a congested queue, a lossy link, or a policer. " +
 			"Run again at half the rate: loss that stays is the link's; loss that goes was a queue overflowing. "
 		if over {
 			id = "udp-over-capacity"
-			summary = fmt.Sprintf("More was offered than the path carries: %s sent, %s arrived, %.3g%% lost.", s.SenderRate, s.Goodput, 100*pathLoss)
+			summary = fmt.Sprintf("More was offered than the path carries: %s sent, %s arrived, %.3g%% lost.", s.SenderRate.V, s.Goodput.V, 100*pathLoss)
 			expl = "Loss in proportion to the excess over the goodput is a bottleneck's queue overflowing: the path's capacity is about the goodput. "
 		}
 		mathis := tcpmath.Mathis(1448, udpRefRTT, pathLoss, o.c())
@@ -152,16 +152,16 @@ func datagramFindings(s *model.DirectionSummary, asked model.Bitrate, window mod
 			f.Evidence = append(f.Evidence, model.Evidence{What: "of which dropped by the receiver's full buffer", Value: fmt.Sprint(drops), Source: src(model.Receiver)})
 		}
 		if over {
-			f.Fix = []model.Fix{{Where: "sender", Kind: "tcpscope", Command: fmt.Sprintf("tcpscope test -u -b %s ... (at or below the bottleneck)", s.Goodput)}}
-			f.Effect = fmt.Sprintf("at %s or less the path should carry the stream without this loss", s.Goodput)
-			f.Predicted = model.Some(s.Goodput)
+			f.Fix = []model.Fix{{Where: "sender", Kind: "tcpscope", Command: fmt.Sprintf("tcpscope test -u -b %s ... (at or below the bottleneck)", s.Goodput.V)}}
+			f.Effect = fmt.Sprintf("at %s or less the path should carry the stream without this loss", s.Goodput.V)
+			f.Predicted = model.Some(s.Goodput.V)
 		}
 		add(f, true)
 	}
 
 	if primary == nil {
 		add(model.Finding{ID: "udp-clean", Layer: model.LayerNetwork, Severity: model.Info, Confidence: model.High,
-			Summary:     fmt.Sprintf("The path carried %s of datagrams with %.3g%% loss.", s.Goodput, 100*loss),
+			Summary:     fmt.Sprintf("The path carried %s of datagrams with %.3g%% loss.", s.Goodput.V, 100*loss),
 			Explanation: "Nothing was lost at this rate: the path and both hosts keep up. Raise -b to find where loss begins (the path's capacity).",
 			Evidence:    []model.Evidence{lossEv, rateEv},
 		}, true)

@@ -23,7 +23,7 @@ func TestDatagramFindings(t *testing.T) {
 		{"clean, jittery", 10 * mbit, 10 * mbit, 10 * mbit, model.Datagrams{Packets: 900, Jitter: 40e6, OutOfOrder: 3}, "udp-clean", "udp-jitter"},
 		{"slow sender", 400 * mbit, 400 * mbit, 1000 * mbit, model.Datagrams{Packets: 90000}, "udp-sender-limited", ""},
 	} {
-		s := &model.DirectionSummary{Direction: model.ClientToServer, Streams: 1, Goodput: tc.got, SenderRate: tc.sent, UDP: &tc.u}
+		s := &model.DirectionSummary{Direction: model.ClientToServer, Streams: 1, Goodput: model.Some(tc.got), SenderRate: model.Some(tc.sent), UDP: &tc.u}
 		fs := datagramFindings(s, tc.asked, 0, Options{})
 		sortFindings(fs)
 		if len(fs) == 0 || fs[0].ID != tc.primary || !fs[0].Primary {

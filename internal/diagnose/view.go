@@ -21,6 +21,18 @@ type view struct {
 	sender  model.Side // which end sent
 	streams int
 
+	// goodput and received are the summary's; ok is false when neither
+	// end's report says what arrived (a black hole's receiver may never
+	// report). fromAcks: they come from the sender's kernel's ACKs.
+	goodput   model.Bitrate
+	received  model.Bytes
+	goodputOK bool
+	fromAcks  bool
+	// sndKernel and rcvKernel say whether the sender's and the
+	// receiver's kernel state was read: a stock iperf3 peer's was not,
+	// and a rule must not read its absent counters as zeros.
+	sndKernel, rcvKernel bool
+
 	// Shares of the sender's time over the measured period, averaged over
 	// its streams; ok is false when the kernel lacks the chrono counters.
 	limited   model.Limited
@@ -83,13 +95,16 @@ type view struct {
 func views(run *model.Run) []*view {
 	var out []*view
 	for _, sum := range run.Summary {
-		v := &view{dir: sum.Direction, sum: sum, streams: sum.Streams, duration: sum.Duration, life: sum.Duration}
+		v := &view{dir: sum.Direction, sum: sum, streams: sum.Streams, duration: sum.Duration.V, life: sum.Duration.V}
+		v.goodput, v.received, v.fromAcks = sum.Goodput.V, sum.ReceiverBytes.V, sum.FromAcks
+		v.goodputOK = sum.Goodput.OK
 		snd, rcv := &run.Client, &run.Remote
 		v.sender = model.ClientSide
 		if sum.Direction == model.ServerToClient {
 			snd, rcv = rcv, snd
 			v.sender = model.ServerSide
 		}
+		v.sndKernel, v.rcvKernel = !snd.NoKernelState, !rcv.NoKernelState
 		v.fill(run, snd, rcv)
 		out = append(out, v)
 	}
@@ -105,17 +120,21 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			if v.sender == model.ServerSide {
 				setupS, setupR = setupR, setupS
 			}
-			v.rcvBuf = max(v.rcvBuf, setupR.RcvBuf)
-			v.sndBuf = max(v.sndBuf, setupS.SndBuf)
+			if setupR != nil {
+				v.rcvBuf = max(v.rcvBuf, setupR.RcvBuf)
+			}
+			if setupS != nil {
+				v.sndBuf = max(v.sndBuf, setupS.SndBuf)
+			}
 		}
 	}
 	n := 0
 	for i := range snd.Totals {
 		t := &snd.Totals[i]
-		if t.Role != model.Sender || !ids[t.Stream] {
+		if t.Role != model.Sender || !ids[t.Stream] || t.Final == nil {
 			continue
 		}
-		f := &t.Final
+		f := t.Final
 		v.life = max(v.life, f.At)
 		if n == 0 {
 			v.mss, v.pmtu, v.opts, v.cc = f.SndMSS, f.PMTU, f.Options, f.Congestion
@@ -155,7 +174,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	fromReceiver := n == 0
 	for i := range rcv.Totals {
 		t := &rcv.Totals[i]
-		if t.Role == model.Receiver && ids[t.Stream] {
+		if t.Role == model.Receiver && ids[t.Stream] && t.Final != nil {
 			v.advMSS = max(v.advMSS, t.Final.AdvMSS)
 			v.rcvMSS = max(v.rcvMSS, t.Final.RcvMSS)
 			if fromReceiver && t.Final.KernelLen > 0 {
@@ -248,7 +267,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 		slices.Sort(srtts)
 		v.srtt = srtts[len(srtts)/2]
 	} else {
-		v.srtt = v.sum.MeanRTT
+		v.srtt = v.sum.MeanRTT.V
 	}
 	if v.minRTT == 0 {
 		v.minRTT = v.srtt
@@ -256,7 +275,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	if v.windowOK && v.minRTT > 0 {
 		v.windowBound = model.Bitrate(float64(v.streams) * float64(v.peerWindow) * 8 / v.minRTT.Seconds())
 	}
-	v.retrans = v.sum.RetransSegs
+	v.retrans = v.sum.RetransSegs.V
 	if p, ok := v.sum.LossRate.Get(); ok {
 		v.loss, v.lossOK = p, true
 	}

@@ -1,6 +1,9 @@
 package model
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Opt is a value a kernel may not provide. A field the running kernel's
 // struct tcp_info is too short to hold is absent, not zero: JSON output omits
@@ -39,4 +42,13 @@ func (o *Opt[T]) UnmarshalJSON(b []byte) error {
 	}
 	o.OK = true
 	return nil
+}
+
+// String prints the value, or "not measured" when absent: an absent
+// figure printed through fmt never reads as a zero.
+func (o Opt[T]) String() string {
+	if !o.OK {
+		return "not measured"
+	}
+	return fmt.Sprint(o.V)
 }

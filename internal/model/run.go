@@ -111,14 +111,15 @@ type SocketSetup struct {
 	MSS        int    `json:"mss,omitempty"` // TCP_MAXSEG as read back
 }
 
-// StreamInfo describes one data connection.
+// StreamInfo describes one data connection. A setup is nil when that
+// end's kernel was not read: a stock iperf3 peer reports none.
 type StreamInfo struct {
-	ID         int         `json:"id"`
-	Direction  Direction   `json:"direction"`
-	ClientAddr string      `json:"client_addr"`
-	ServerAddr string      `json:"server_addr"`
-	Client     SocketSetup `json:"client"`
-	Server     SocketSetup `json:"server"`
+	ID         int          `json:"id"`
+	Direction  Direction    `json:"direction"`
+	ClientAddr string       `json:"client_addr"`
+	ServerAddr string       `json:"server_addr"`
+	Client     *SocketSetup `json:"client,omitempty"`
+	Server     *SocketSetup `json:"server,omitempty"`
 }
 
 // StreamInterval is one end's view of one stream over one interval.
@@ -200,18 +201,22 @@ type StreamTotal struct {
 	Duration time.Duration `json:"duration_ns"`
 	Rate     Bitrate       `json:"rate"`
 	// AllBytes includes the omitted start.
-	AllBytes     Bytes      `json:"all_bytes"`
-	RetransSegs  uint32     `json:"retrans_segs"`
-	RetransBytes Opt[Bytes] `json:"retrans_bytes,omitzero"`
+	AllBytes Bytes `json:"all_bytes"`
+	// RetransSegs is a sender's retransmitted segments; absent for a
+	// receiver and for a peer that did not report them.
+	RetransSegs  Opt[uint32] `json:"retrans_segs,omitzero"`
+	RetransBytes Opt[Bytes]  `json:"retrans_bytes,omitzero"`
 	// SentBytes is what a sender's kernel sent in the measured period,
 	// retransmissions included (Δ tcpi_bytes_sent).
 	SentBytes Opt[Bytes] `json:"sent_bytes,omitzero"`
-	// Final is the kernel's state after the last byte.
-	Final Sample `json:"final"`
-	// Peak values seen over the samples.
-	MaxCwnd   Bytes         `json:"max_cwnd"`
-	MaxRTT    time.Duration `json:"max_rtt_ns"`
-	MaxSndWnd Opt[Bytes]    `json:"max_snd_wnd,omitzero"`
+	// Final is the kernel's state after the last byte; nil when this
+	// end's kernel was not read (a stock iperf3 peer's account has only
+	// its application's counts).
+	Final *Sample `json:"final,omitempty"`
+	// Peak values seen over the samples; absent without samples.
+	MaxCwnd   Opt[Bytes]         `json:"max_cwnd,omitzero"`
+	MaxRTT    Opt[time.Duration] `json:"max_rtt_ns,omitzero"`
+	MaxSndWnd Opt[Bytes]         `json:"max_snd_wnd,omitzero"`
 	// Limited covers the measured period.
 	Limited Opt[Limited] `json:"limited,omitzero"`
 	// UDP is the datagram account over the measured period (UDP tests).
@@ -222,29 +227,48 @@ type StreamTotal struct {
 
 // EndReport is everything one end measured.
 type EndReport struct {
-	Side      Side          `json:"side"`
-	Version   string        `json:"version"`
-	Kernel    string        `json:"kernel,omitempty"`
-	Intervals []Interval    `json:"intervals"`
-	Totals    []StreamTotal `json:"totals"`
+	Side    Side   `json:"side"`
+	Version string `json:"version"`
+	// Kernel is the end's kernel release; empty when the peer did not
+	// say (stock iperf3).
+	Kernel string `json:"kernel,omitempty"`
+	// NoKernelState says this end's kernel TCP state was not read: a
+	// stock iperf3 peer reports only its application's byte counts (and
+	// a sender's retransmissions), so its intervals and its totals'
+	// kernel fields are absent, not zero.
+	NoKernelState bool          `json:"no_kernel_state,omitempty"`
+	Intervals     []Interval    `json:"intervals"`
+	Totals        []StreamTotal `json:"totals"`
 }
 
 // DirectionSummary is the headline of one direction: what the receiver
 // received over the receiver's time, with the sender's account beside it.
+// A figure an end did not report is absent, never zero.
 type DirectionSummary struct {
-	Direction     Direction     `json:"direction"`
-	Streams       int           `json:"streams"`
-	SenderBytes   Bytes         `json:"sender_bytes"`
-	ReceiverBytes Bytes         `json:"receiver_bytes"`
-	Duration      time.Duration `json:"duration_ns"` // receiver's measured time
-	Goodput       Bitrate       `json:"goodput"`
-	SenderRate    Bitrate       `json:"sender_rate"`
-	RetransSegs   uint32        `json:"retrans_segs"`
-	RetransBytes  Opt[Bytes]    `json:"retrans_bytes,omitzero"`
+	Direction Direction `json:"direction"`
+	Streams   int       `json:"streams"`
+	// SenderBytes is what the sending application wrote; absent when the
+	// sender's report is missing.
+	SenderBytes Opt[Bytes] `json:"sender_bytes,omitzero"`
+	// ReceiverBytes is what the receiving application read, over
+	// Duration, the receiver's measured time. Without the receiver's
+	// report they come from the sender's kernel, what the receiver
+	// acknowledged (FromAcks), over the sender's time; absent when
+	// neither is known.
+	ReceiverBytes Opt[Bytes]         `json:"receiver_bytes,omitzero"`
+	Duration      Opt[time.Duration] `json:"duration_ns,omitzero"`
+	Goodput       Opt[Bitrate]       `json:"goodput,omitzero"`
+	FromAcks      bool               `json:"from_acks,omitempty"`
+	SenderRate    Opt[Bitrate]       `json:"sender_rate,omitzero"`
+	// RetransSegs is absent when the sender did not report them.
+	RetransSegs  Opt[uint32] `json:"retrans_segs,omitzero"`
+	RetransBytes Opt[Bytes]  `json:"retrans_bytes,omitzero"`
 	// LossRate is retransmitted / sent bytes at the sender, when known.
 	LossRate Opt[float64]       `json:"loss_rate,omitzero"`
 	MinRTT   Opt[time.Duration] `json:"min_rtt_ns,omitzero"`
-	MeanRTT  time.Duration      `json:"mean_rtt_ns"`
+	// MeanRTT is the mean over the sender's streams of their final
+	// smoothed RTT; absent when the sender's kernel was not read.
+	MeanRTT Opt[time.Duration] `json:"mean_rtt_ns,omitzero"`
 	// UDP sums the receivers' datagram accounts (UDP tests): LossRate is
 	// then Lost/Packets, and Jitter the largest stream's.
 	UDP *Datagrams `json:"udp,omitempty"`

@@ -81,11 +81,13 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	for i := range run.Streams {
 		// Read back once the handshakes are long done, as the server does.
-		if run.Streams[i].Client, err = setupOf(streams[i]); err != nil {
+		setup, err := setupOf(streams[i])
+		if err != nil {
 			return nil, wrapSocket(err, "read socket options")
 		}
+		run.Streams[i].Client = &setup
 		if i < len(m.Started.Setups) {
-			run.Streams[i].Server = m.Started.Setups[i]
+			run.Streams[i].Server = &m.Started.Setups[i]
 		}
 		if i < len(m.Started.Addrs) {
 			run.Streams[i].ServerAddr = m.Started.Addrs[i]
@@ -302,7 +304,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	} else {
 		run.Warnings = append(run.Warnings, "the server's report is missing: its totals are absent and the summary shows the client's view only")
 	}
-	run.Summary = Summarize(run)
+	run.Summary = model.Summarize(run)
 	if runErr != nil {
 		run.Ended = "aborted"
 		if CodeOf(runErr) == "" {

@@ -590,17 +590,22 @@ func (e *end) totals() []model.StreamTotal {
 		dur := max(s.finished-from, 0)
 		o := &e.omitSample[i]
 		t := model.StreamTotal{
-			Stream:      s.id,
-			Role:        s.role,
-			Bytes:       measured,
-			Duration:    dur,
-			Rate:        model.RateOf(measured, dur.Seconds()),
-			AllBytes:    model.Bytes(all),
-			RetransSegs: s.final.TotalRetrans - o.TotalRetrans,
-			Final:       s.final,
-			MaxCwnd:     e.maxCwnd[i],
-			MaxRTT:      e.maxRTT[i],
-			MaxSndWnd:   e.maxSndWnd[i],
+			Stream:    s.id,
+			Role:      s.role,
+			Bytes:     measured,
+			Duration:  dur,
+			Rate:      model.RateOf(measured, dur.Seconds()),
+			AllBytes:  model.Bytes(all),
+			MaxSndWnd: e.maxSndWnd[i],
+		}
+		if s.udp == nil {
+			// A TCP stream's kernel state; a UDP stream has none.
+			final := s.final
+			t.Final = &final
+			t.MaxCwnd, t.MaxRTT = model.Some(e.maxCwnd[i]), model.Some(e.maxRTT[i])
+			if s.role == model.Sender {
+				t.RetransSegs = model.Some(s.final.TotalRetrans - o.TotalRetrans)
+			}
 		}
 		if a, ok := o.BytesRetrans.Get(); ok && s.final.BytesRetrans.OK {
 			t.RetransBytes = model.Some(s.final.BytesRetrans.V - a)

@@ -223,6 +223,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	}
 	run := c.newRun(addr, cfg)
 	run.Remote.Version = "iperf3"
+	run.Remote.NoKernelState = true
 
 	cc, err := c.dialer(nil, "").DialContext(ctx, c.network(), addr)
 	if err != nil {
@@ -316,9 +317,11 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		return nil, &Error{Code: CodeAborted, Msg: "interrupted before the test started", Err: ctx.Err()}
 	}
 	for i := range run.Streams {
-		if run.Streams[i].Client, err = setupOf(streams[i]); err != nil {
+		setup, err := setupOf(streams[i])
+		if err != nil {
 			return nil, wrapSocket(err, "read socket options")
 		}
+		run.Streams[i].Client = &setup
 	}
 	if c.Observer != nil {
 		c.Observer.Begin(run)
@@ -419,7 +422,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	if interrupted.Load() {
 		run.Ended = "interrupted"
 	}
-	run.Summary = Summarize(run)
+	run.Summary = model.Summarize(run)
 	if runErr == nil {
 		runErr = err
 	}
@@ -470,9 +473,11 @@ func i3ResultsOf(totals []model.StreamTotal) i3Results {
 			r.Streams = append(r.Streams, s)
 			continue
 		}
-		if t.Role == model.Sender {
-			s.Retransmits = float64(t.RetransSegs)
+		if n, ok := t.RetransSegs.Get(); ok && t.Role == model.Sender {
+			s.Retransmits = float64(n)
 			r.SenderHasRetransmits = 1
+		}
+		if t.Final != nil && t.Role == model.Sender {
 			r.CongestionUsed = t.Final.Congestion
 		}
 		r.Streams = append(r.Streams, s)
@@ -500,8 +505,8 @@ func serverTotals(r *i3Results, run *model.Run) []model.StreamTotal {
 		if d > 0 {
 			t.Rate = model.RateOf(t.Bytes, d.Seconds())
 		}
-		if role == model.Sender && s.Retransmits >= 0 && s.Retransmits < math.MaxUint32 {
-			t.RetransSegs = uint32(s.Retransmits)
+		if role == model.Sender && r.SenderHasRetransmits == 1 && s.Retransmits >= 0 && s.Retransmits < math.MaxUint32 {
+			t.RetransSegs = model.Some(uint32(s.Retransmits))
 		}
 		if run.Config.IsUDP() {
 			// iperf3 counts the omitted start in (3.14+ says how much).

@@ -317,7 +317,7 @@ func (s *Server) serverText(cfg *model.TestConfig, rep *model.EndReport, c net.C
 		} else if u != nil {
 			fmt.Fprintf(&b, "  datagrams %d", u.Packets)
 		} else if t.Role == model.Sender {
-			fmt.Fprintf(&b, "  retr %d", t.RetransSegs)
+			fmt.Fprintf(&b, "  retr %v", t.RetransSegs)
 		}
 		b.WriteByte('\n')
 		total += t.Bytes

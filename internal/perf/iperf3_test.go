@@ -128,7 +128,7 @@ func TestIperf3Server(t *testing.T) {
 					continue
 				}
 				theirs := sumBytes(doc, key)
-				ours := float64(run.Summary[i].ReceiverBytes)
+				ours := float64(run.Summary[i].ReceiverBytes.V)
 				t.Logf("%s: ours %.0f, iperf3 %s %.0f", run.Summary[i].Direction, ours, key, theirs)
 				// Within one block, the write iperf3 may have in progress
 				// when the test ends (-l, which this client sends it).
@@ -168,7 +168,7 @@ func TestIperf3Interrupted(t *testing.T) {
 	if took := time.Since(start); run.Ended != "interrupted" || took > 5*time.Second {
 		t.Errorf("ended %q after %v", run.Ended, took)
 	}
-	if ours, theirs := float64(run.Summary[0].ReceiverBytes), sumBytes(doc, "sum_received"); ours != theirs || ours == 0 {
+	if ours, theirs := float64(run.Summary[0].ReceiverBytes.V), sumBytes(doc, "sum_received"); ours != theirs || ours == 0 {
 		t.Errorf("we count %.0f, iperf3 %.0f", ours, theirs)
 	}
 }
@@ -276,7 +276,7 @@ func TestIperf3Fallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	if run.Remote.Version != "iperf3" || len(run.Warnings) == 0 || !strings.Contains(run.Warnings[len(run.Warnings)-1], "stock iperf3") ||
-		run.Summary[0].ReceiverBytes == 0 {
+		run.Summary[0].ReceiverBytes.V == 0 {
 		t.Errorf("fallback run: remote %q, warnings %v, summary %+v", run.Remote.Version, run.Warnings, run.Summary)
 	}
 }

@@ -135,11 +135,11 @@ func TestIperf3ServerUDP(t *testing.T) {
 			s := run.Summary[0]
 			b, packets, lost, bps := udpSum(doc, tc.key)
 			t.Logf("ours: %d B received of %d sent, %+v; iperf3 -s %s: %.0f B, %.0f datagrams, %.0f lost, %.0f bit/s",
-				s.ReceiverBytes, s.SenderBytes, s.UDP, tc.key, b, packets, lost, bps)
+				s.ReceiverBytes.V, s.SenderBytes.V, s.UDP, tc.key, b, packets, lost, bps)
 			switch {
 			case !tc.cfg.IsUDP():
-				if float64(s.ReceiverBytes) != b || s.SenderBytes != tc.cfg.Bytes {
-					t.Errorf("byte count: sent %d, the server received %.0f", s.SenderBytes, b)
+				if float64(s.ReceiverBytes.V) != b || s.SenderBytes.V != tc.cfg.Bytes {
+					t.Errorf("byte count: sent %d, the server received %.0f", s.SenderBytes.V, b)
 				}
 			case s.UDP == nil:
 				t.Errorf("no datagram account")
@@ -154,15 +154,15 @@ func TestIperf3ServerUDP(t *testing.T) {
 					t.Errorf("we sent %d datagrams, iperf3 counted %.0f", s.UDP.Packets, packets)
 				}
 			default:
-				if float64(s.UDP.Packets) != packets || float64(s.ReceiverBytes) != b {
-					t.Errorf("we sent %d datagrams, iperf3 counted %.0f (%.0f B vs our %d)", s.UDP.Packets, packets, b, s.ReceiverBytes)
+				if float64(s.UDP.Packets) != packets || float64(s.ReceiverBytes.V) != b {
+					t.Errorf("we sent %d datagrams, iperf3 counted %.0f (%.0f B vs our %d)", s.UDP.Packets, packets, b, s.ReceiverBytes.V)
 				}
 			}
 			// 3.9 times its streams to its own handling of TEST_END, and
 			// in -R starts sending before this end's clock: its rates
 			// are not the receiver's.
-			if tc.cfg.IsUDP() && i3Version(doc) >= 10 && !near(float64(s.Goodput), bps, 0.02) {
-				t.Errorf("goodput %v against iperf3's %.0f bit/s", s.Goodput, bps)
+			if tc.cfg.IsUDP() && i3Version(doc) >= 10 && !near(float64(s.Goodput.V), bps, 0.02) {
+				t.Errorf("goodput %v against iperf3's %.0f bit/s", s.Goodput.V, bps)
 			}
 		})
 	}

@@ -47,12 +47,12 @@ func TestNetnsBottleneckRate(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
 	addr := serveIn(t, p)
 	run := runFrom(t, p, addr, model.TestConfig{Duration: 3 * time.Second, Omit: time.Second, Interval: 500 * time.Millisecond})
-	got := run.Summary[0].Goodput
+	got := run.Summary[0].Goodput.V
 	t.Logf("goodput %v over a 100 Mbit/s tbf", got)
 	if got < 85*model.MbitPerSecond || got > 101*model.MbitPerSecond {
 		t.Fatalf("goodput %v outside 85-101 Mbit/s", got)
 	}
-	if run.Summary[0].ReceiverBytes != run.Summary[0].SenderBytes && run.Config.Omit == 0 {
+	if run.Summary[0].ReceiverBytes.V != run.Summary[0].SenderBytes.V && run.Config.Omit == 0 {
 		t.Fatal("ends disagree")
 	}
 }
@@ -78,7 +78,7 @@ func TestNetnsReceiveWindowLimited(t *testing.T) {
 	if !ok {
 		t.Fatal("kernel gave no limited-time counters")
 	}
-	t.Logf("limited: rwnd %.2f sndbuf %.2f cwnd %.2f app %.2f; goodput %v", l.Rwnd, l.Sndbuf, l.Cwnd, l.App, run.Summary[0].Goodput)
+	t.Logf("limited: rwnd %.2f sndbuf %.2f cwnd %.2f app %.2f; goodput %v", l.Rwnd, l.Sndbuf, l.Cwnd, l.App, run.Summary[0].Goodput.V)
 	if l.Rwnd < 0.5 || l.Rwnd < l.Cwnd || l.Rwnd < l.Sndbuf || l.Rwnd < l.App {
 		t.Fatalf("receive-window-limited fraction %.2f does not dominate: %+v", l.Rwnd, l)
 	}
@@ -152,11 +152,11 @@ func TestNetnsUDPLoss(t *testing.T) {
 	n := float64(u.Packets)
 	sd := math.Sqrt(n * loss * (1 - loss))
 	t.Logf("%d of %d datagrams lost (%.3f%%), jitter %v, socket drops %v, goodput %v",
-		u.Lost, u.Packets, 100*u.LossRate(), u.Jitter, u.SocketDrops, run.Summary[0].Goodput)
+		u.Lost, u.Packets, 100*u.LossRate(), u.Jitter, u.SocketDrops, run.Summary[0].Goodput.V)
 	if math.Abs(float64(u.Lost)-n*loss) > 3.3*sd {
 		t.Errorf("lost %d of %d, expected %.0f ± %.0f", u.Lost, u.Packets, n*loss, 3.3*sd)
 	}
-	if g := run.Summary[0].Goodput; g < 18*model.MbitPerSecond || g > 20.2*model.MbitPerSecond {
+	if g := run.Summary[0].Goodput.V; g < 18*model.MbitPerSecond || g > 20.2*model.MbitPerSecond {
 		t.Errorf("goodput %v: 20 Mbit/s less 2%% loss expected", g)
 	}
 	if d, ok := u.SocketDrops.Get(); !ok || d != 0 {

@@ -124,7 +124,7 @@ func checkRun(t *testing.T, run *model.Run) {
 	}
 	for _, d := range run.Summary {
 		// With an omitted start each end cuts at its own moment.
-		if (run.Config.Omit == 0 && d.ReceiverBytes != d.SenderBytes) || d.Goodput <= 0 || d.Duration <= 0 {
+		if (run.Config.Omit == 0 && d.ReceiverBytes.V != d.SenderBytes.V) || d.Goodput.V <= 0 || d.Duration.V <= 0 || !d.Goodput.OK || !d.ReceiverBytes.OK {
 			t.Fatalf("summary %+v", d)
 		}
 	}
@@ -173,8 +173,8 @@ func TestByteCount(t *testing.T) {
 	}
 	checkRun(t, run)
 	for _, d := range run.Summary {
-		if d.SenderBytes != n || d.ReceiverBytes != n {
-			t.Fatalf("%s: sent %d, received %d, want exactly %d", d.Direction, d.SenderBytes, d.ReceiverBytes, n)
+		if d.SenderBytes.V != n || d.ReceiverBytes.V != n {
+			t.Fatalf("%s: sent %d, received %d, want exactly %d", d.Direction, d.SenderBytes.V, d.ReceiverBytes.V, n)
 		}
 	}
 }
@@ -216,8 +216,8 @@ func TestWindowGrant(t *testing.T) {
 func TestBufferWarnings(t *testing.T) {
 	cfg := model.TestConfig{Window: 4 * model.MiB}
 	streams := []model.StreamInfo{{
-		Client: model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 416 * model.KiB},
-		Server: model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 8 * model.MiB},
+		Client: &model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 416 * model.KiB},
+		Server: &model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 8 * model.MiB},
 	}}
 	w := bufferWarnings(&cfg, streams)
 	if len(w) != 1 || !strings.Contains(w[0], "net.core.rmem_max") || !strings.Contains(w[0], "client") || !strings.Contains(w[0], "=4194304") {
@@ -232,7 +232,7 @@ func TestConcurrentClients(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
-			if err == nil && (len(run.Remote.Totals) != 1 || run.Summary[0].ReceiverBytes == 0) {
+			if err == nil && (len(run.Remote.Totals) != 1 || run.Summary[0].ReceiverBytes.V == 0) {
 				err = fmt.Errorf("incomplete run %+v", run.Summary)
 			}
 			errs <- err
@@ -379,7 +379,7 @@ func TestServerShutdown(t *testing.T) {
 		t.Fatalf("ended %q", run.Ended)
 	}
 	checkRun(t, run)
-	if d := run.Summary[0].Duration; d > 3*time.Second {
+	if d := run.Summary[0].Duration.V; d > 3*time.Second {
 		t.Fatalf("test ran %v after shutdown", d)
 	}
 }
@@ -571,7 +571,7 @@ func TestPacingRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := run.Summary[0].Goodput
+	got := run.Summary[0].Goodput.V
 	if got < 170*model.MbitPerSecond || got > 205*model.MbitPerSecond {
 		t.Fatalf("goodput %v with a 200 Mbit/s pacing cap", got)
 	}
@@ -661,11 +661,11 @@ func TestUDPLoopback(t *testing.T) {
 					}
 				}
 			}
-			if s.UDP == nil || s.UDP.Packets != sent || s.UDP.Packets == 0 || s.ReceiverBytes > s.SenderBytes {
+			if s.UDP == nil || s.UDP.Packets != sent || s.UDP.Packets == 0 || s.ReceiverBytes.V > s.SenderBytes.V {
 				t.Errorf("%+v %s: sent %d datagrams, the receiver accounts %+v", cfg, s.Direction, sent, s.UDP)
 			}
-			if cfg.Bytes > 0 && s.SenderBytes < cfg.Bytes {
-				t.Errorf("byte count: sent %v of %v", s.SenderBytes, cfg.Bytes)
+			if cfg.Bytes > 0 && s.SenderBytes.V < cfg.Bytes {
+				t.Errorf("byte count: sent %v of %v", s.SenderBytes.V, cfg.Bytes)
 			}
 		}
 	}

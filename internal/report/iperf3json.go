@@ -172,12 +172,26 @@ func i3End(run *model.Run) map[string]any {
 		}
 		h["end"], h["seconds"], h["bytes"], h["bits_per_second"] = t.Duration.Seconds(), t.Duration.Seconds(), int64(t.Bytes), float64(t.Rate)
 		if t.Role == model.Sender && t.UDP == nil {
-			h["retransmits"] = t.RetransSegs
-			h["max_snd_cwnd"] = int64(t.MaxCwnd)
-			h["max_snd_wnd"] = int64(t.MaxSndWnd.V)
-			h["max_rtt"] = t.MaxRTT.Microseconds()
-			h["min_rtt"] = t.Final.MinRTT.V.Microseconds()
-			h["mean_rtt"] = t.Final.RTT.Microseconds()
+			// Only what the end measured: a stock iperf3 peer's kernel
+			// figures are absent, not zero.
+			if n, ok := t.RetransSegs.Get(); ok {
+				h["retransmits"] = n
+			}
+			if c, ok := t.MaxCwnd.Get(); ok {
+				h["max_snd_cwnd"] = int64(c)
+			}
+			if w, ok := t.MaxSndWnd.Get(); ok {
+				h["max_snd_wnd"] = int64(w)
+			}
+			if r, ok := t.MaxRTT.Get(); ok {
+				h["max_rtt"] = r.Microseconds()
+			}
+			if f := t.Final; f != nil {
+				if m, ok := f.MinRTT.Get(); ok {
+					h["min_rtt"] = m.Microseconds()
+				}
+				h["mean_rtt"] = f.RTT.Microseconds()
+			}
 		}
 		return h
 	}
@@ -219,12 +233,19 @@ func i3End(run *model.Run) map[string]any {
 		first = model.ServerToClient
 	}
 	for _, d := range run.Summary {
-		secs := d.Duration.Seconds()
+		secs := d.Duration.V.Seconds()
 		mine := d.Direction == model.ClientToServer
-		sent := map[string]any{"start": 0.0, "end": secs, "seconds": secs, "bytes": int64(d.SenderBytes),
-			"bits_per_second": float64(d.SenderRate), "retransmits": d.RetransSegs, "sender": mine}
-		recv := map[string]any{"start": 0.0, "end": secs, "seconds": secs, "bytes": int64(d.ReceiverBytes),
-			"bits_per_second": float64(d.Goodput), "sender": mine}
+		sent := map[string]any{"start": 0.0, "end": secs, "seconds": secs, "sender": mine}
+		if b, ok := d.SenderBytes.Get(); ok {
+			sent["bytes"], sent["bits_per_second"] = int64(b), float64(d.SenderRate.V)
+		}
+		if n, ok := d.RetransSegs.Get(); ok {
+			sent["retransmits"] = n
+		}
+		recv := map[string]any{"start": 0.0, "end": secs, "seconds": secs, "sender": mine}
+		if b, ok := d.ReceiverBytes.Get(); ok {
+			recv["bytes"], recv["bits_per_second"] = int64(b), float64(d.Goodput.V)
+		}
 		suffix := ""
 		if d.Direction != first {
 			suffix = "_bidir_reverse"
@@ -251,7 +272,7 @@ func i3End(run *model.Run) map[string]any {
 		if t.Role == model.Sender {
 			key = "sender_tcp_congestion"
 		}
-		if t.Final.Congestion != "" {
+		if t.Final != nil && t.Final.Congestion != "" {
 			end[key] = t.Final.Congestion
 		}
 	}

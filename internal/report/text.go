@@ -43,24 +43,24 @@ func (t *Text) Begin(run *model.Run) {
 	if c.Bytes > 0 {
 		what = c.Bytes.Decimal() + " per direction"
 	}
-	fmt.Fprintf(t.w, "tcpscope %s → %s (server %s, kernel %s), %s, %s, write size %s\n",
-		run.Client.Version, run.Server, run.Remote.Version, run.Remote.Kernel, fmtStreams(len(run.Streams)), what, c.Length.Binary())
+	server := run.Remote.Version
+	if run.Remote.Kernel != "" {
+		server += ", kernel " + run.Remote.Kernel
+	}
+	fmt.Fprintf(t.w, "tcpscope %s → %s (server %s), %s, %s, write size %s\n",
+		run.Client.Version, run.Server, server, fmtStreams(len(run.Streams)), what, c.Length.Binary())
 	if c.Window > 0 {
 		fmt.Fprintf(t.w, "buffers requested with -w: %s each (Linux doubles a request, so %s expected where not clamped)\n",
 			c.Window.Binary(), (2 * c.Window).Binary())
 	}
 	udp := c.IsUDP()
 	for _, s := range run.Streams {
+		line := fmt.Sprintf("[%3d] %s %s ⇄ %s ", s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr)
 		if udp {
-			fmt.Fprintf(t.w, "[%3d] %s %s ⇄ %s UDP  buffers client snd %s rcv %s, server snd %s rcv %s\n",
-				s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr,
-				s.Client.SndBuf.Binary(), s.Client.RcvBuf.Binary(), s.Server.SndBuf.Binary(), s.Server.RcvBuf.Binary())
-			continue
+			line += "UDP "
 		}
-		fmt.Fprintf(t.w, "[%3d] %s %s ⇄ %s  buffers client snd %s rcv %s, server snd %s rcv %s  cc %s/%s\n",
-			s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr,
-			s.Client.SndBuf.Binary(), s.Client.RcvBuf.Binary(), s.Server.SndBuf.Binary(), s.Server.RcvBuf.Binary(),
-			s.Client.Congestion, s.Server.Congestion)
+		line += " buffers " + setupText("client", s.Client, udp) + ", " + setupText("server", s.Server, udp)
+		fmt.Fprintln(t.w, line)
 	}
 	for _, w := range run.Warnings {
 		fmt.Fprintf(t.w, "warning: %s\n", w)
@@ -307,6 +307,21 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
+// notMeasured stands where an end did not report a figure: never a zero.
+const notMeasured = "not measured"
+
+// setupText is one end's socket setup for a stream's header line.
+func setupText(side string, s *model.SocketSetup, udp bool) string {
+	if s == nil {
+		return side + " " + notMeasured
+	}
+	out := fmt.Sprintf("%s snd %s rcv %s", side, s.SndBuf.Binary(), s.RcvBuf.Binary())
+	if !udp && s.Congestion != "" {
+		out += " cc " + s.Congestion
+	}
+	return out
+}
+
 // End prints the remaining intervals and the summary of both ends.
 func (t *Text) End(run *model.Run) error {
 	t.mu.Lock()
@@ -317,9 +332,28 @@ func (t *Text) End(run *model.Run) error {
 		fmt.Fprintf(t.w, "test ended early: %s\n", run.Ended)
 	}
 	for _, d := range run.Summary {
-		fmt.Fprintf(t.w, "%s, %s, receiver's time %.2f s\n", arrow(d.Direction), fmtStreams(d.Streams), d.Duration.Seconds())
-		fmt.Fprintf(t.w, "  goodput     %s  (%s received)\n", t.rate(d.Goodput), d.ReceiverBytes.Decimal())
-		fmt.Fprintf(t.w, "  sent        %s  (%s written by the sender)\n", t.rate(d.SenderRate), d.SenderBytes.Decimal())
+		clock := "receiver's time"
+		if d.FromAcks {
+			clock = "sender's time (the receiver's report is missing)"
+		}
+		if dur, ok := d.Duration.Get(); ok {
+			fmt.Fprintf(t.w, "%s, %s, %s %.2f s\n", arrow(d.Direction), fmtStreams(d.Streams), clock, dur.Seconds())
+		} else {
+			fmt.Fprintf(t.w, "%s, %s, the receiver's report is missing\n", arrow(d.Direction), fmtStreams(d.Streams))
+		}
+		switch g, ok := d.Goodput.Get(); {
+		case ok && d.FromAcks:
+			fmt.Fprintf(t.w, "  goodput     %s  (%s acknowledged by the receiver, per the sender's kernel)\n", t.rate(g), d.ReceiverBytes.V.Decimal())
+		case ok:
+			fmt.Fprintf(t.w, "  goodput     %s  (%s received)\n", t.rate(g), d.ReceiverBytes.V.Decimal())
+		default:
+			fmt.Fprintf(t.w, "  goodput     %s\n", notMeasured)
+		}
+		if r, ok := d.SenderRate.Get(); ok {
+			fmt.Fprintf(t.w, "  sent        %s  (%s written by the sender)\n", t.rate(r), d.SenderBytes.V.Decimal())
+		} else {
+			fmt.Fprintf(t.w, "  sent        %s (the sender's report is missing)\n", notMeasured)
+		}
 		if u := d.UDP; u != nil {
 			fmt.Fprintf(t.w, "  datagrams   %d expected, %d lost (%.4g%%), %d late (out of order), jitter %s\n",
 				u.Packets, u.Lost, 100*u.LossRate(), u.OutOfOrder, fmtJitter(u.Jitter))
@@ -331,19 +365,28 @@ func (t *Text) End(run *model.Run) error {
 		if run.Config.IsUDP() {
 			continue
 		}
-		retr := fmt.Sprintf("%d segments", d.RetransSegs)
-		if b, ok := d.RetransBytes.Get(); ok {
-			retr += ", " + b.Decimal()
-		}
-		if p, ok := d.LossRate.Get(); ok {
-			retr += fmt.Sprintf(" (%.4f%% of bytes sent)", 100*p)
+		retr := notMeasured
+		if n, ok := d.RetransSegs.Get(); ok {
+			retr = fmt.Sprintf("%d segments", n)
+			if b, ok := d.RetransBytes.Get(); ok {
+				retr += ", " + b.Decimal()
+			}
+			if p, ok := d.LossRate.Get(); ok {
+				retr += fmt.Sprintf(" (%.4f%% of bytes sent)", 100*p)
+			}
 		}
 		fmt.Fprintf(t.w, "  retransmit  %s\n", retr)
-		rtt := "smoothed " + fmtDur(d.MeanRTT)
+		var rtts []string
 		if m, ok := d.MinRTT.Get(); ok {
-			rtt = "min " + fmtDur(m) + ", " + rtt
+			rtts = append(rtts, "min "+fmtDur(m))
 		}
-		fmt.Fprintf(t.w, "  RTT         %s\n", rtt)
+		if m, ok := d.MeanRTT.Get(); ok {
+			rtts = append(rtts, "smoothed "+fmtDur(m))
+		}
+		if len(rtts) == 0 {
+			rtts = append(rtts, notMeasured+" (the sender's kernel was not read)")
+		}
+		fmt.Fprintf(t.w, "  RTT         %s\n", strings.Join(rtts, ", "))
 		t.limits(run, d.Direction)
 	}
 	t.ends(run)
@@ -386,17 +429,17 @@ func (t *Text) limits(run *model.Run, dir model.Direction) {
 		f := 100 / float64(n)
 		fmt.Fprintf(t.w, "  limited by  receive window %.0f%%, send buffer %.0f%%, congestion window %.0f%%, application %.0f%%\n", rw*f, sb*f, cw*f, app*f)
 	}
-	if first == nil {
+	if first == nil || first.Final == nil {
 		return
 	}
-	s := &first.Final
+	s := first.Final
 	line := fmt.Sprintf("  options     %s, mss %d B, pmtu %d B, cc %s", s.Options, s.SndMSS, s.PMTU, s.Congestion)
 	if s.BBR != nil {
 		line += " (" + s.BBR.Mode() + ")"
 	}
 	fmt.Fprintln(t.w, line)
 	if w, ok := first.MaxSndWnd.Get(); ok {
-		fmt.Fprintf(t.w, "  peer window max %s, cwnd max %s\n", w.Binary(), first.MaxCwnd.Binary())
+		fmt.Fprintf(t.w, "  peer window max %s, cwnd max %s\n", w.Binary(), first.MaxCwnd.V.Binary())
 	}
 }
 
@@ -405,15 +448,19 @@ func (t *Text) ends(run *model.Run) {
 	fmt.Fprintln(t.w, "per stream, both ends:")
 	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
 		for _, tot := range e.Totals {
-			what := fmt.Sprintf("retr %d", tot.RetransSegs)
+			what := ""
+			if tot.Role == model.Sender {
+				what = "retr " + tot.RetransSegs.String()
+			}
 			if u := tot.UDP; u != nil {
 				what = fmt.Sprintf("datagrams %d", u.Packets)
 				if tot.Role == model.Receiver {
 					what += fmt.Sprintf(", lost %d, jitter %s", u.Lost, fmtJitter(u.Jitter))
 				}
 			}
-			fmt.Fprintf(t.w, "[%3d] %-6s %-8s %10s in %6.2f s = %12s  %s\n",
+			line := fmt.Sprintf("[%3d] %-6s %-8s %10s in %6.2f s = %12s  %s",
 				tot.Stream+1, e.Side, tot.Role, tot.Bytes.Decimal(), tot.Duration.Seconds(), t.rate(tot.Rate), what)
+			fmt.Fprintln(t.w, strings.TrimRight(line, " "))
 		}
 	}
 }

@@ -194,7 +194,11 @@ func (x *exp) measure(ctx context.Context, tb Testbed, label string, cfg model.T
 			return p, fmt.Errorf("%s, run %d: the test ended early (%s)", label, i+1, run.Ended)
 		}
 		d := run.Summary[0]
-		p.Runs = append(p.Runs, float64(d.Goodput))
+		g, ok := d.Goodput.Get()
+		if !ok || d.FromAcks {
+			return p, fmt.Errorf("%s, run %d: the receiver's report is missing", label, i+1)
+		}
+		p.Runs = append(p.Runs, float64(g))
 		if r, ok := d.RetransBytes.Get(); ok {
 			retrans += float64(r)
 		}

@@ -36,7 +36,7 @@ func (f *formula) Test(_ context.Context, cfg model.TestConfig) (*model.Run, err
 		rate = math.Min(rate, float64(max(cfg.Parallel, 1))*float64(tcpmath.Mathis(mss(&f.path), f.path.RTT, f.path.Loss, 1)))
 	}
 	rate *= 1 + 0.01*float64(f.n%3-1)
-	run := &model.Run{Ended: "complete", Summary: []model.DirectionSummary{{Goodput: model.Bitrate(rate), RetransBytes: model.Some[model.Bytes](10)}}}
+	run := &model.Run{Ended: "complete", Summary: []model.DirectionSummary{{Goodput: model.Some(model.Bitrate(rate)), RetransBytes: model.Some[model.Bytes](10)}}}
 	run.Client.Totals = []model.StreamTotal{{SentBytes: model.Some[model.Bytes](1000), MaxSndWnd: model.Some(wnd)}}
 	run.Client.Intervals = []model.Interval{{Streams: []model.StreamInterval{{Role: model.Sender, TCP: model.Sample{SndWnd: model.Some(wnd)}}}}}
 	return run, nil

@@ -24,13 +24,13 @@ CREATE INDEX runs_peer ON runs (peer, started_at);
 CREATE TABLE directions (
     run_id         BIGINT           NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     direction      TEXT             NOT NULL,
-    goodput_bps    DOUBLE PRECISION NOT NULL,
-    sender_bytes   BIGINT           NOT NULL,
-    receiver_bytes BIGINT           NOT NULL,
-    retrans_segs   BIGINT           NOT NULL,
+    goodput_bps    DOUBLE PRECISION,  -- NULL: not measured
+    sender_bytes   BIGINT,  -- NULL: not measured
+    receiver_bytes BIGINT,  -- NULL: not measured
+    retrans_segs   BIGINT,  -- NULL: not measured
     loss_rate      DOUBLE PRECISION,           -- NULL: not known
     min_rtt_ns     BIGINT,                     -- NULL: not known
-    mean_rtt_ns    BIGINT           NOT NULL,
+    mean_rtt_ns    BIGINT,  -- NULL: not measured
     PRIMARY KEY (run_id, direction)
 );
 

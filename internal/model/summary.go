@@ -1,0 +1,118 @@
+package model
+
+import "time"
+
+// Summarize computes the headline of each direction: the receiver's bytes
+// over the receiver's time, with the sender's account and the sender's
+// kernel counters (retransmissions, RTT) beside it.
+func Summarize(run *Run) []DirectionSummary {
+	var out []DirectionSummary
+	for _, dir := range []Direction{ClientToServer, ServerToClient} {
+		ids := run.StreamIDs(dir)
+		if len(ids) == 0 {
+			continue
+		}
+		sender, receiver := &run.Client, &run.Remote
+		if dir == ServerToClient {
+			sender, receiver = receiver, sender
+		}
+		sum := DirectionSummary{Direction: dir, Streams: len(ids)}
+		var sendDur time.Duration
+		var written, sent, retrans, acked Bytes
+		var segs uint32
+		nSend, nRecv := 0, 0
+		retransKnown, segsKnown, sentKnown, ackedKnown := true, true, true, true
+		var rttSum time.Duration
+		var rttN int
+		for _, t := range sender.Totals {
+			if !ids[t.Stream] {
+				continue
+			}
+			nSend++
+			written += t.Bytes
+			sendDur = max(sendDur, t.Duration)
+			if n, ok := t.RetransSegs.Get(); ok {
+				segs += n
+			} else {
+				segsKnown = false
+			}
+			if b, ok := t.RetransBytes.Get(); ok {
+				retrans += b
+			} else {
+				retransKnown = false
+			}
+			if b, ok := t.SentBytes.Get(); ok {
+				sent += b
+			} else {
+				sentKnown = false
+			}
+			f := t.Final
+			if f == nil {
+				ackedKnown = false
+				continue
+			}
+			if b, ok := f.BytesAcked.Get(); ok {
+				acked += b
+			} else {
+				ackedKnown = false
+			}
+			if m, ok := f.MinRTT.Get(); ok && m > 0 && (!sum.MinRTT.OK || m < sum.MinRTT.V) {
+				sum.MinRTT = Some(m)
+			}
+			if f.RTT > 0 {
+				rttSum += f.RTT
+				rttN++
+			}
+		}
+		var received Bytes
+		var recvDur time.Duration
+		for _, t := range receiver.Totals {
+			if ids[t.Stream] {
+				nRecv++
+				received += t.Bytes
+				recvDur = max(recvDur, t.Duration)
+				if t.UDP != nil && sum.UDP == nil {
+					c := *t.UDP
+					sum.UDP = &c
+				} else if t.UDP != nil {
+					sum.UDP.Add(t.UDP)
+				}
+			}
+		}
+		if nSend > 0 {
+			sum.SenderBytes = Some(written)
+			sum.SenderRate = Some(RateOf(written, sendDur.Seconds()))
+			if segsKnown {
+				sum.RetransSegs = Some(segs)
+			}
+			if retransKnown {
+				sum.RetransBytes = Some(retrans)
+				if sentKnown && sent > 0 {
+					sum.LossRate = Some(float64(retrans) / float64(sent))
+				}
+			}
+		}
+		// The receiver's clock decides the headline. Without a receiver's
+		// report (the test broke off) what the sender wrote says nothing
+		// of what arrived: a black hole swallows it all. The sender's
+		// kernel knows what the receiver acknowledged; that is delivered.
+		// (bytes_acked counts the SYN's sequence number too.)
+		switch {
+		case nRecv > 0:
+			sum.ReceiverBytes, sum.Duration = Some(received), Some(recvDur)
+		case nSend > 0 && ackedKnown && sendDur > 0:
+			sum.ReceiverBytes, sum.Duration, sum.FromAcks = Some(max(acked-Bytes(nSend), 0)), Some(sendDur), true
+		}
+		if b, ok := sum.ReceiverBytes.Get(); ok && sum.Duration.V > 0 {
+			sum.Goodput = Some(RateOf(b, sum.Duration.V.Seconds()))
+		}
+		if rttN > 0 {
+			sum.MeanRTT = Some(rttSum / time.Duration(rttN))
+		}
+		if sum.UDP != nil {
+			sum.LossRate = Some(sum.UDP.LossRate())
+		}
+		out = append(out, sum)
+	}
+	return out
+}
