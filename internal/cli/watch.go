@@ -94,9 +94,15 @@ func newReplayCmd(stdout io.Writer) *cobra.Command {
 				return usagef("give the file 'tcpscope watch --record' wrote", "%v", err)
 			}
 			defer in.Close()
-			v := &watchView{out: stdout, json: asJSON, follow: true, o: diagnose.Options{Target: target}, replay: true}
+			v := &watchView{out: stdout, json: asJSON, follow: true}
 			t := &watch.Tracker{Window: diagWindow}
-			err = watch.Replay(in, t, func(fr watch.Frame) error { return v.follow1(t, fr) })
+			// The diagnosis is made again, as it was live: the same
+			// window, recomputed as often, on the recorded clock.
+			running := &watch.Running{Options: diagnose.Options{Target: target}, Every: diagEvery}
+			err = watch.Replay(in, t, func(fr watch.Frame) error {
+				running.Attach(t, &fr)
+				return v.follow1(fr)
+			})
 			if err != nil {
 				return usagef("give the file 'tcpscope watch --record' wrote", "%s: %v", args[0], err)
 			}
@@ -108,7 +114,8 @@ func newReplayCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// diagEvery is how often the running diagnosis is recomputed.
+// diagEvery is how often the running diagnosis is recomputed: it reads
+// seconds of history, and twice a second follows any change.
 const diagEvery = 500 * time.Millisecond
 
 // diagWindow is how much of a followed connection's recent history the
@@ -190,8 +197,7 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 	// sample takes one frame; for a followed connection, with its running
 	// diagnosis.
 	var followed *model.Socket
-	var lastDiag []model.Finding
-	var diagAt time.Duration
+	running := &watch.Running{Options: v.o, Every: diagEvery}
 	sample := func(first bool) (watch.Frame, error) {
 		at := time.Since(start)
 		var socks []model.Socket
@@ -223,16 +229,8 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 			}
 		}
 		fr := t.Add(at, socks)
-		if follow && len(fr.Rows) > 0 {
-			// The diagnosis reads seconds of history: recomputing it
-			// twice a second follows any change, and at 100 Hz
-			// sampling costs a fiftieth of doing it every sample.
-			// Frames carry it when it was recomputed: a reader keeps the
-			// latest, and samples stay small.
-			if lastDiag == nil || at-diagAt >= diagEvery {
-				lastDiag, diagAt = t.Diagnose(fr.Rows[0].Cookie, v.o), at
-				fr.Diagnosis = lastDiag
-			}
+		if follow {
+			running.Attach(t, &fr)
 		}
 		if rec != nil {
 			if err := rec.Write(fr); err != nil {
@@ -291,7 +289,7 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 			return err
 		}
 		if follow {
-			if err := v.follow1(t, fr); err != nil {
+			if err := v.follow1(fr); err != nil {
 				return err
 			}
 			if v.closed {
@@ -322,7 +320,6 @@ type watchView struct {
 	lastDraw time.Duration
 	frames   int
 	prime    bool // skip the first list, whose rates are all zero
-	replay   bool // frames come from a recording
 	cookie   uint64
 	last     *watch.Row
 	primary  string
@@ -467,7 +464,7 @@ func appendAddrPort(b []byte, a netip.AddrPort) []byte {
 
 // follow1 renders one frame of a followed connection, and the running
 // diagnosis whenever its primary finding changes.
-func (v *watchView) follow1(t *watch.Tracker, fr watch.Frame) error {
+func (v *watchView) follow1(fr watch.Frame) error {
 	if len(fr.Rows) == 0 {
 		v.closed = true
 		if v.json {
@@ -480,10 +477,6 @@ func (v *watchView) follow1(t *watch.Tracker, fr watch.Frame) error {
 	}
 	r := fr.Rows[0]
 	v.last = &r
-	if fr.Diagnosis == nil && v.replay {
-		// A recording made before diagnoses were sampled: recompute.
-		fr.Diagnosis = t.Diagnose(r.Cookie, v.o)
-	}
 	if v.json {
 		return v.recorder().Write(fr)
 	}

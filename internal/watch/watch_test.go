@@ -97,3 +97,84 @@ func TestRecordAndReplay(t *testing.T) {
 		t.Error("an empty recording replayed")
 	}
 }
+
+// steady is a sender's samples on the ticks of a period, each late by up
+// to a tenth of it (a ticker's jitter, seeded), moving rate, with the
+// chrono counters set.
+func steady(r *rand.Rand, cookie uint64, n int, period time.Duration, rate model.Bitrate) []model.Socket {
+	var out []model.Socket
+	for i := range n {
+		at := time.Duration(i)*period + time.Duration(r.Int64N(int64(period/10)))
+		s := sock(cookie, at, model.Bytes(float64(rate)/8*at.Seconds()), 0)
+		s.TCP.SndCwnd, s.TCP.SndMSS, s.TCP.RTT = 100, 1448, 20*time.Millisecond
+		s.TCP.MinRTT, s.TCP.SndWnd = model.Some(20*time.Millisecond), model.Some[model.Bytes](4<<20)
+		s.TCP.BusyTime, s.TCP.RwndLimited, s.TCP.SndbufLimited = model.Some(at), model.Some(time.Duration(0)), model.Some(time.Duration(0))
+		out = append(out, s)
+	}
+	return out
+}
+
+// The running diagnosis is on every frame of a steady transfer once two
+// samples are kept, recomputed about every Every (not every frame, and
+// not every other period when ticks come a little early), and starts
+// afresh, from the new connection's own samples, when another takes the
+// followed one's place. The watch once put it only on the frames where
+// it was recomputed: the terminal view said "gathering evidence…" four
+// frames in five, and every other --json-stream line at -i 500ms lacked
+// it.
+func TestRunningDiagnosisOnEveryFrame(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, period := range []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond} {
+		tr := &Tracker{Window: 10 * time.Second}
+		run := &Running{Every: 500 * time.Millisecond}
+		socks := steady(r, 9, int(30*time.Second/period), period, 100*model.MbitPerSecond)
+		var last []model.Finding
+		var lastAt time.Duration
+		for i, s := range socks {
+			f := tr.Add(s.TCP.At, []model.Socket{s})
+			run.Attach(tr, &f)
+			switch {
+			case i == 0 && f.Diagnosis != nil:
+				t.Errorf("%v: a diagnosis from one sample: %v", period, f.Diagnosis)
+			case i > 0 && len(f.Diagnosis) == 0:
+				t.Errorf("%v: frame %d of a steady transfer has no diagnosis", period, i)
+			}
+			if i > 1 && len(f.Diagnosis) > 0 && &f.Diagnosis[0] != &last[0] {
+				// Recomputed: about Every after the last time, at
+				// the first sample due.
+				if gap := f.At - lastAt; gap < run.Every*9/10 || gap > max(run.Every, period)+period/5 {
+					t.Errorf("%v: frame %d recomputed %v after the last time", period, i, gap)
+				}
+				lastAt = f.At
+			} else if i > 1 && f.At-lastAt > max(run.Every, period)+period/5 {
+				t.Fatalf("%v: frame %d not recomputed for %v", period, i, f.At-lastAt)
+			}
+			if i == 1 {
+				lastAt = f.At
+			}
+			last = f.Diagnosis
+		}
+	}
+
+	// The followed connection closes and another takes its place: the
+	// new one's first frame has one sample of it, and no diagnosis.
+	tr := &Tracker{Window: 10 * time.Second}
+	run := &Running{Every: 500 * time.Millisecond}
+	a := steady(r, 1, 10, 100*time.Millisecond, 100*model.MbitPerSecond)
+	for _, s := range a {
+		f := tr.Add(s.TCP.At, []model.Socket{s})
+		run.Attach(tr, &f)
+	}
+	b := steady(r, 2, 10, 100*time.Millisecond, 10*model.MbitPerSecond)
+	for i, s := range b {
+		s.TCP.At += time.Second
+		f := tr.Add(s.TCP.At, []model.Socket{s})
+		run.Attach(tr, &f)
+		if i == 0 && (f.Diagnosis != nil || len(f.Closed) != 1) {
+			t.Errorf("the new connection's first frame: diagnosis %v, closed %d", f.Diagnosis, len(f.Closed))
+		}
+		if i > 0 && len(f.Diagnosis) == 0 {
+			t.Errorf("frame %d of the new connection has no diagnosis", i)
+		}
+	}
+}
