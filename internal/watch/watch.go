@@ -9,6 +9,7 @@ package watch
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -268,6 +269,39 @@ func isIdentity(order []int32) bool {
 // diagnose.Connection); nil until two are kept.
 func (t *Tracker) Diagnose(cookie uint64, o diagnose.Options) []model.Finding {
 	return diagnose.Connection(t.hist[cookie], o)
+}
+
+// Goodput is the connection's goodput over the last span of its kept
+// samples (its window, when shorter): bytes acknowledged or received,
+// whichever moved more. False until two samples are kept.
+func (t *Tracker) Goodput(cookie uint64, span time.Duration) (model.Bitrate, bool) {
+	h := t.hist[cookie]
+	if len(h) < 2 {
+		return 0, false
+	}
+	last := &h[len(h)-1]
+	i := len(h) - 2
+	for i > 0 && last.At-h[i-1].At <= span {
+		i--
+	}
+	_, rate, _ := progress(counted(&h[i]), counted(last), false)
+	return rate, true
+}
+
+// Busiest orders rows busiest first: by rate, and where rates tie (on a
+// connection's first sight none is known) by the bytes the connection
+// moved in its life, acknowledged or received, whichever is more. rows
+// is left as it is.
+func Busiest(rows []Row) []Row {
+	out := slices.Clone(rows)
+	moved := func(r *Row) model.Bytes { return max(r.TCP.BytesAcked.V, r.TCP.BytesReceived.V) }
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if a.Rate != b.Rate {
+			return cmp.Compare(b.Rate, a.Rate)
+		}
+		return cmp.Compare(moved(&b), moved(&a))
+	})
+	return out
 }
 
 // Running is a followed connection's running diagnosis. It is recomputed

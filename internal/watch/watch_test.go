@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,62 @@ func TestRunningDiagnosisOnEveryFrame(t *testing.T) {
 		if i > 0 && len(f.Diagnosis) == 0 {
 			t.Errorf("frame %d of the new connection has no diagnosis", i)
 		}
+	}
+}
+
+// The busiest connection first: by rate, and by the bytes moved in its
+// life where rates tie, as on first sight, when none is known.
+func TestBusiest(t *testing.T) {
+	var tr Tracker
+	f := tr.Add(0, []model.Socket{sock(1, 0, 10, 0), sock(2, 0, 0, 5000), sock(3, 0, 300, 20)})
+	b := Busiest(f.Rows)
+	if b[0].Cookie != 2 || b[1].Cookie != 3 || b[2].Cookie != 1 {
+		t.Errorf("first sight: %d %d %d, want 2 3 1 (by bytes moved)", b[0].Cookie, b[1].Cookie, b[2].Cookie)
+	}
+	// A second later 1 sent a megabyte, 2 nothing, 3 a kilobyte, and 4
+	// is new: rates first, then bytes.
+	f = tr.Add(time.Second, []model.Socket{sock(1, time.Second, 1_000_010, 0), sock(2, time.Second, 0, 5000),
+		sock(3, time.Second, 1300, 20), sock(4, time.Second, 0, 4000)})
+	b = Busiest(f.Rows)
+	var got []uint64
+	for _, r := range b {
+		got = append(got, r.Cookie)
+	}
+	if !slices.Equal(got, []uint64{1, 3, 2, 4}) {
+		t.Errorf("order %v, want [1 3 2 4]", got)
+	}
+	if f.Rows[0].Cookie != 1 || &b[0] == &f.Rows[0] {
+		t.Error("Busiest reordered the rows it was given")
+	}
+}
+
+// Goodput over the last span of a connection's kept samples.
+func TestGoodput(t *testing.T) {
+	tr := &Tracker{Window: 10 * time.Second}
+	if _, ok := tr.Goodput(1, time.Second); ok {
+		t.Error("goodput of an unknown connection")
+	}
+	// 1 MB/s for 5 s, then 2 MB/s: the last second is 16 Mbit/s, the
+	// last 10 s (more than is kept) 12.
+	var acked model.Bytes
+	for i := range 101 {
+		at := time.Duration(i) * 100 * time.Millisecond
+		tr.Add(at, []model.Socket{sock(1, at, acked, 0)})
+		if i == 0 {
+			if _, ok := tr.Goodput(1, time.Second); ok {
+				t.Error("goodput from one sample")
+			}
+		}
+		if i < 50 {
+			acked += 100_000
+		} else {
+			acked += 200_000
+		}
+	}
+	if r, ok := tr.Goodput(1, time.Second); !ok || r != 16*model.MbitPerSecond {
+		t.Errorf("last second %v %v, want 16 Mbit/s", r, ok)
+	}
+	if r, ok := tr.Goodput(1, time.Minute); !ok || r != 12*model.MbitPerSecond {
+		t.Errorf("whole window %v %v, want 12 Mbit/s", r, ok)
 	}
 }
