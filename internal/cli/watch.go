@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,11 +50,15 @@ retransmissions, owning process, fastest first, refreshing. FILTER is ss's
 kind, applied in the kernel: dport 22, sport 443, dst 10.0.0.0/8,
 src 192.0.2.7, state established, pid 4711 (terms combine with and).
 
---conn FILTER follows the one connection it matches: every sample's
-goodput, cwnd against the peer's window, RTT, what limited the sender, and
-the running diagnosis by the same rules as 'tcpscope test'. A connection
-that closes is reported with its final numbers. Reading any user's sockets
-needs no privilege; their owners, and --netns, need root.`,
+--conn FILTER follows one connection: every sample's goodput, cwnd
+against the peer's window, RTT, what limited the sender, and the running
+diagnosis by the same rules as 'tcpscope test'. When the filter matches
+several (iperf3's control and data connections), a quarter-second look
+picks the busiest, by goodput, and a line on stderr names the others. When
+the followed connection closes, another match moving at least a tenth of
+its last second's goodput is followed next; otherwise the watch ends with
+the closed connection's final numbers. Reading any user's sockets needs no
+privilege; their owners, and --netns, need root.`,
 		Example: `  tcpscope watch dport 22
   tcpscope watch --conn "dport 5201" --json-stream
   tcpscope watch --record backup.jsonl --conn "dst 10.1.2.3 dport 873"`,
@@ -64,7 +69,7 @@ needs no privilege; their owners, and --netns, need root.`,
 	fl := cmd.Flags()
 	fl.VarP(seconds{&f.interval}, "interval", "i", "sampling interval, 10ms to 1s (default 100ms)")
 	fl.Var(seconds{&f.refresh}, "refresh", "how often the connection list is redrawn (default 1s)")
-	fl.StringVar(&f.conn, "conn", "", "follow the one connection this filter matches")
+	fl.StringVar(&f.conn, "conn", "", "follow the busiest connection this filter matches")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print each sample as a JSON line")
 	fl.StringVar(&f.record, "record", "", "also write each sample as a JSON line to FILE (tcpscope replay FILE)")
 	fl.IntVarP(&f.count, "count", "c", 0, "stop after this many samples (0: until interrupted or the connection closes)")
@@ -94,9 +99,15 @@ func newReplayCmd(stdout io.Writer) *cobra.Command {
 				return usagef("give the file 'tcpscope watch --record' wrote", "%v", err)
 			}
 			defer in.Close()
-			v := &watchView{out: stdout, json: asJSON, follow: true, o: diagnose.Options{Target: target}, replay: true}
+			v := &watchView{out: stdout, json: asJSON, follow: true}
 			t := &watch.Tracker{Window: diagWindow}
-			err = watch.Replay(in, t, func(fr watch.Frame) error { return v.follow1(t, fr) })
+			// The diagnosis is made again, as it was live: the same
+			// window, recomputed as often, on the recorded clock.
+			running := &watch.Running{Options: diagnose.Options{Target: target}, Every: diagEvery}
+			err = watch.Replay(in, t, func(fr watch.Frame) error {
+				running.Attach(t, &fr)
+				return v.follow1(fr)
+			})
 			if err != nil {
 				return usagef("give the file 'tcpscope watch --record' wrote", "%s: %v", args[0], err)
 			}
@@ -108,7 +119,8 @@ func newReplayCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// diagEvery is how often the running diagnosis is recomputed.
+// diagEvery is how often the running diagnosis is recomputed: it reads
+// seconds of history, and twice a second follows any change.
 const diagEvery = 500 * time.Millisecond
 
 // diagWindow is how much of a followed connection's recent history the
@@ -187,52 +199,33 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 		t.Window = diagWindow
 	}
 	start := time.Now()
+	tui := follow && !f.jsonStream && f.count == 0 && isTerminal(stdout) && isTerminal(os.Stdin)
+	fl := &follower{conn: conn, flt: flt, procs: procs, start: start, tracker: t,
+		wait: func(d time.Duration) error { return waitFor(ctx, d) }}
+	if !tui {
+		// The terminal view says it in the view instead: a line on its
+		// terminal would tear the picture.
+		fl.notify = func(s string) { fmt.Fprintln(stderr, "tcpscope watch: "+s) }
+	}
 	// sample takes one frame; for a followed connection, with its running
 	// diagnosis.
-	var followed *model.Socket
-	var lastDiag []model.Finding
-	var diagAt time.Duration
-	sample := func(first bool) (watch.Frame, error) {
-		at := time.Since(start)
+	running := &watch.Running{Options: v.o, Every: diagEvery}
+	sample := func() (watch.Frame, error) {
+		var at time.Duration
 		var socks []model.Socket
 		var err error
-		switch {
-		case followed != nil:
-			// One connection: look it up directly rather than dump
-			// them all (the cost then does not grow with the host's).
-			s, ok, gerr := conn.Get(*followed, at)
-			// TIME-WAIT and CLOSE are what a closed connection leaves:
-			// report it closed, with the last numbers it had.
-			if ok && s.TCP.State != 6 && s.TCP.State != 7 {
-				socks = []model.Socket{s}
-			}
-			err = gerr
-		default:
+		if follow {
+			at, socks, err = fl.next()
+		} else {
+			at = time.Since(start)
 			socks, err = conn.Dump(flt, at, procs)
 		}
 		if err != nil {
 			return watch.Frame{}, err
 		}
-		if follow {
-			if first && len(socks) != 1 {
-				return watch.Frame{}, v.ambiguous(socks, filter)
-			}
-			socks = v.keepFollowed(socks)
-			if first {
-				followed = &socks[0]
-			}
-		}
 		fr := t.Add(at, socks)
-		if follow && len(fr.Rows) > 0 {
-			// The diagnosis reads seconds of history: recomputing it
-			// twice a second follows any change, and at 100 Hz
-			// sampling costs a fiftieth of doing it every sample.
-			// Frames carry it when it was recomputed: a reader keeps the
-			// latest, and samples stay small.
-			if lastDiag == nil || at-diagAt >= diagEvery {
-				lastDiag, diagAt = t.Diagnose(fr.Rows[0].Cookie, v.o), at
-				fr.Diagnosis = lastDiag
-			}
+		if follow {
+			running.Attach(t, &fr)
 		}
 		if rec != nil {
 			if err := rec.Write(fr); err != nil {
@@ -241,9 +234,12 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 		}
 		return fr, nil
 	}
-	if follow && !f.jsonStream && f.count == 0 && isTerminal(stdout) && isTerminal(os.Stdin) {
-		first, err := sample(true)
+	if tui {
+		first, err := sample()
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		pending := &first
@@ -253,8 +249,8 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 				pending = nil
 				return fr, nil
 			}
-			return sample(false)
-		}, f.interval)
+			return sample()
+		}, f.interval, fl.picked)
 		return err
 	}
 	// A text list without a recording needs no full samples: the compact
@@ -286,12 +282,15 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 			}
 			continue
 		}
-		fr, err := sample(n == 0)
+		fr, err := sample()
 		if err != nil {
+			if ctx.Err() != nil {
+				return v.end()
+			}
 			return err
 		}
 		if follow {
-			if err := v.follow1(t, fr); err != nil {
+			if err := v.follow1(fr); err != nil {
 				return err
 			}
 			if v.closed {
@@ -308,6 +307,163 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 	return v.end()
 }
 
+// lookFor is how long watch --conn looks at the connections its filter
+// matches, when there are several, before it follows the busiest: long
+// enough for rates to tell a transfer from its idle control connection.
+const lookFor = 250 * time.Millisecond
+
+// busyShare: when the followed connection closes, another match is still
+// busy, and followed next, when it moves at least this share of what the
+// closed one moved over its last second. iperf3's control connection
+// exchanging the results at the end of a test is not busy; the other
+// streams of a -P test are.
+const busyShare = 0.1
+
+// follower keeps watch --conn on one connection: the busiest its filter
+// matches, then, if that one closes, the busiest other match still busy.
+type follower struct {
+	conn    *sockdiag.Conn
+	flt     sockdiag.Filter
+	procs   *sockdiag.Procs
+	start   time.Time
+	tracker *watch.Tracker
+	wait    func(time.Duration) error
+	notify  func(string) // nil: say nothing
+
+	cur    *model.Socket // the followed connection, as first seen
+	picked string        // which connections matched, and which was picked
+}
+
+// next samples the followed connection; none when it closed and no other
+// match is busy. The first call picks the connection to follow.
+func (fl *follower) next() (time.Duration, []model.Socket, error) {
+	if fl.cur == nil {
+		rows, err := fl.look(0)
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(rows) == 0 {
+			return 0, nil, usagef("tcpscope watch lists them", "no connection matches %q", fl.flt.String())
+		}
+		fl.cur = &rows[0].Socket
+		if len(rows) > 1 {
+			fl.picked = pickedNote(fl.flt.String(), rows)
+			fl.say(fl.picked)
+		}
+		return fl.cur.TCP.At, []model.Socket{*fl.cur}, nil
+	}
+	at := time.Since(fl.start)
+	// One connection: look it up directly rather than dump them all (the
+	// cost then does not grow with the host's).
+	s, ok, err := fl.conn.Get(*fl.cur, at)
+	if err != nil {
+		return at, nil, err
+	}
+	if ok && open(&s) {
+		return at, []model.Socket{s}, nil
+	}
+	// Closed. Another match still busy is followed next; the frame then
+	// lists this one closed and that one new.
+	was, known := fl.tracker.Goodput(fl.cur.Cookie, time.Second)
+	rows, err := fl.look(fl.cur.Cookie)
+	if err != nil {
+		return at, nil, err
+	}
+	if len(rows) == 0 || rows[0].New || rows[0].Rate == 0 || known && float64(rows[0].Rate) < busyShare*float64(was) {
+		return at, nil, nil
+	}
+	old := fl.cur
+	fl.cur = &rows[0].Socket
+	fl.say(fmt.Sprintf("%s → %s closed; following %s → %s, the busiest other connection %q matches (%s)",
+		old.Local, old.Remote, fl.cur.Local, fl.cur.Remote, fl.flt.String(), rateNote(&rows[0])))
+	return fl.cur.TCP.At, []model.Socket{*fl.cur}, nil
+}
+
+func (fl *follower) say(s string) {
+	if fl.notify != nil {
+		fl.notify(s)
+	}
+}
+
+// look finds the open connections the filter matches, but skip, busiest
+// first (watch.Busiest). Several, or any when looking for another to
+// follow, are dumped twice, lookFor apart, for their rates.
+func (fl *follower) look(skip uint64) ([]watch.Row, error) {
+	dump := func() (time.Duration, []model.Socket, error) {
+		at := time.Since(fl.start)
+		socks, err := fl.conn.Dump(fl.flt, at, fl.procs)
+		return at, slices.DeleteFunc(socks, func(s model.Socket) bool { return s.Cookie == skip || !open(&s) }), err
+	}
+	var t watch.Tracker
+	at, socks, err := dump()
+	if err != nil {
+		return nil, err
+	}
+	fr := t.Add(at, socks)
+	if len(socks) == 0 || len(socks) == 1 && skip == 0 {
+		return fr.Rows, nil
+	}
+	if err := fl.wait(lookFor); err != nil {
+		return nil, err
+	}
+	if at, socks, err = dump(); err != nil {
+		return nil, err
+	}
+	return watch.Busiest(t.Add(at, socks).Rows), nil
+}
+
+// open reports a socket that is not what a closed connection leaves
+// (TIME-WAIT, CLOSE).
+func open(s *model.Socket) bool { return s.TCP.State != 6 && s.TCP.State != 7 }
+
+// pickedNote names the connection followed among several matches, the
+// others, and how to follow one of them instead.
+func pickedNote(filter string, rows []watch.Row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d connections match %q; following the busiest, %s → %s (%s); also ", len(rows), filter,
+		rows[0].Local, rows[0].Remote, rateNote(&rows[0]))
+	for i := range rows[1:] {
+		r := &rows[1+i]
+		if i == 4 {
+			fmt.Fprintf(&b, ", and %d more", len(rows)-1-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s → %s (%s)", r.Local, r.Remote, rateNote(r))
+	}
+	o := &rows[1]
+	fmt.Fprintf(&b, ". To follow another, narrow the filter, e.g. --conn \"sport %d dport %d\"", o.Local.Port(), o.Remote.Port())
+	return b.String()
+}
+
+// rateNote is a look's rate of a connection: measured, or not yet (it
+// opened during the look).
+func rateNote(r *watch.Row) string {
+	switch {
+	case r.New:
+		return "opened just now"
+	case r.Rate == 0:
+		return "idle"
+	case r.Sending:
+		return r.Rate.String() + " sent"
+	}
+	return r.Rate.String() + " received"
+}
+
+// waitFor waits d, or until ctx is done.
+func waitFor(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}
+
 // watchView renders frames as text or JSON lines.
 type watchView struct {
 	out      io.Writer
@@ -322,8 +478,6 @@ type watchView struct {
 	lastDraw time.Duration
 	frames   int
 	prime    bool // skip the first list, whose rates are all zero
-	replay   bool // frames come from a recording
-	cookie   uint64
 	last     *watch.Row
 	primary  string
 	closed   bool
@@ -336,39 +490,6 @@ func (v *watchView) recorder() *watch.Recorder {
 		v.rec = watch.NewRecorder(v.out)
 	}
 	return v.rec
-}
-
-// ambiguous explains a --conn filter that does not pick one connection.
-func (v *watchView) ambiguous(socks []model.Socket, filter string) error {
-	if len(socks) == 0 {
-		return usagef("tcpscope watch lists them", "no connection matches %q", filter)
-	}
-	var b strings.Builder
-	for i, s := range socks {
-		if i == 5 {
-			fmt.Fprintf(&b, ", and %d more", len(socks)-5)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s→%s", s.Local, s.Remote)
-	}
-	return usagef("narrow it, e.g. add sport N or dst ADDR", "%d connections match %q: %s", len(socks), filter, b.String())
-}
-
-// keepFollowed keeps the followed connection (by cookie: the filter may
-// come to match others later).
-func (v *watchView) keepFollowed(socks []model.Socket) []model.Socket {
-	if v.cookie == 0 && len(socks) > 0 {
-		v.cookie = socks[0].Cookie
-	}
-	for _, s := range socks {
-		if s.Cookie == v.cookie {
-			return []model.Socket{s}
-		}
-	}
-	return nil
 }
 
 // list draws the connection list, at most every refresh.
@@ -467,7 +588,7 @@ func appendAddrPort(b []byte, a netip.AddrPort) []byte {
 
 // follow1 renders one frame of a followed connection, and the running
 // diagnosis whenever its primary finding changes.
-func (v *watchView) follow1(t *watch.Tracker, fr watch.Frame) error {
+func (v *watchView) follow1(fr watch.Frame) error {
 	if len(fr.Rows) == 0 {
 		v.closed = true
 		if v.json {
@@ -479,14 +600,17 @@ func (v *watchView) follow1(t *watch.Tracker, fr watch.Frame) error {
 		return nil
 	}
 	r := fr.Rows[0]
-	v.last = &r
-	if fr.Diagnosis == nil && v.replay {
-		// A recording made before diagnoses were sampled: recompute.
-		fr.Diagnosis = t.Diagnose(r.Cookie, v.o)
-	}
 	if v.json {
+		v.last = &r
 		return v.recorder().Write(fr)
 	}
+	if len(fr.Closed) > 0 && v.last != nil {
+		// The followed connection closed and another match took its
+		// place.
+		fmt.Fprintf(v.out, "%s → %s closed; last sample: %s\n", v.last.Local, v.last.Remote, followLine(v.last))
+		v.primary = ""
+	}
+	v.last = &r
 	if r.New {
 		proc := ""
 		if r.PID != 0 {

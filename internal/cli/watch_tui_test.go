@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,30 @@ func TestWatchTUI(t *testing.T) {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
+	}
+	// The diagnosis stays on screen while the transfer goes on: it once
+	// showed only on the frames where it was recomputed, and the view
+	// said "gathering evidence…" four frames in five.
+	stamp := regexp.MustCompile(`t=[0-9.]+s`)
+	seen := map[string]bool{stamp.FindString(screen): true}
+	deadline = time.Now().Add(10 * time.Second)
+	for len(seen) < 12 && time.Now().Before(deadline) {
+		out, err := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
+		if err != nil {
+			t.Fatalf("capture-pane: %v", err)
+		}
+		at := stamp.FindString(string(out))
+		if at == "" || seen[at] {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		seen[at] = true
+		if !strings.Contains(string(out), "what limits it:") {
+			t.Errorf("at %s the diagnosis is gone:\n%s", at, out)
+		}
+	}
+	if len(seen) < 12 {
+		t.Errorf("%d frames seen in 10 s", len(seen))
 	}
 	// q quits: the pane's command ends and tmux closes the session.
 	exec.Command("tmux", "send-keys", "-t", session, "q").Run()

@@ -29,6 +29,9 @@ type State struct {
 	Frames []watch.Frame
 	Closed bool
 	Err    error
+	// Note says which connection is followed when the filter matched
+	// others, or that another took the place of one that closed.
+	Note string
 }
 
 // keep is how many frames the view holds: more than any screen is wide.
@@ -39,6 +42,13 @@ func (s *State) Add(f watch.Frame) {
 	if len(f.Rows) == 0 {
 		s.Closed = true
 		return
+	}
+	if n := len(s.Frames); n > 0 && s.Frames[n-1].Rows[0].Cookie != f.Rows[0].Cookie {
+		// The followed connection closed and another match, still
+		// busy, took its place: its own pictures, from its first sample.
+		was, now := s.Frames[n-1].Rows[0], f.Rows[0]
+		s.Note = fmt.Sprintf("%s → %s closed; following %s → %s, the busiest other match", was.Local, was.Remote, now.Local, now.Remote)
+		s.Frames = s.Frames[:0]
 	}
 	s.Frames = append(s.Frames, f)
 	if len(s.Frames) > keep {
@@ -91,7 +101,11 @@ func Render(s *State, width, height int) string {
 	if t.Options.ECN {
 		ecn = "on"
 	}
-	fmt.Fprintf(&b, "options %s, MSS %d B, path MTU %d B, ECN %s\n\n", t.Options, t.SndMSS, t.PMTU, ecn)
+	fmt.Fprintf(&b, "options %s, MSS %d B, path MTU %d B, ECN %s\n", t.Options, t.SndMSS, t.PMTU, ecn)
+	if s.Note != "" {
+		b.WriteString(th.dim.Render(strings.TrimRight(wrap(s.Note, width, ""), "\n")) + "\n")
+	}
+	b.WriteString("\n")
 
 	chart := width - 28
 	series := func(f func(*watch.Row) float64) []float64 {
@@ -291,9 +305,10 @@ func (m *teaModel) View() tea.View {
 }
 
 // Run shows the view on the terminal in and out, sampling src every
-// interval, until the user quits; it returns the last state.
-func Run(in io.Reader, out io.Writer, src Source, interval time.Duration) (*State, error) {
-	m := &teaModel{src: src, interval: interval, width: 100, height: 40}
+// interval, until the user quits; it returns the last state. note, if
+// any, is the State's Note to begin with.
+func Run(in io.Reader, out io.Writer, src Source, interval time.Duration, note string) (*State, error) {
+	m := &teaModel{src: src, interval: interval, width: 100, height: 40, st: State{Note: note}}
 	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out))
 	if _, err := p.Run(); err != nil {
 		return &m.st, fmt.Errorf("terminal view: %w", err)

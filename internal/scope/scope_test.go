@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +47,30 @@ func TestRender(t *testing.T) {
 	st.Add(watch.Frame{})
 	if !st.Closed || !strings.Contains(Render(st, 100, 30), "closed") {
 		t.Error("a closed connection is not shown as closed")
+	}
+}
+
+// The view names the other matches when there were several, and when the
+// followed connection closes and another takes its place, it says so and
+// draws the new one from its first sample.
+func TestRenderNoteAndSwitch(t *testing.T) {
+	row := func(cookie uint64, port uint16, rate model.Bitrate) watch.Row {
+		s := model.Socket{Cookie: cookie, Local: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port),
+			Remote: netip.MustParseAddrPort("127.0.0.1:5201"), TCP: model.Sample{SndMSS: 1448}}
+		return watch.Row{Socket: s, Sending: true, Rate: rate}
+	}
+	st := &State{Note: `2 connections match "dport 5201"; following the busiest`}
+	for i := range 3 {
+		st.Add(watch.Frame{At: time.Duration(i) * time.Second, Rows: []watch.Row{row(1, 40000, model.Bitrate(i+1)*model.MbitPerSecond)}})
+	}
+	if out := Render(st, 100, 30); !strings.Contains(out, "following the busiest") {
+		t.Errorf("the note is missing:\n%s", out)
+	}
+	st.Add(watch.Frame{At: 3 * time.Second, Rows: []watch.Row{row(2, 40002, 0)}, Closed: []watch.Row{row(1, 40000, 0)}})
+	out := Render(st, 100, 30)
+	if len(st.Frames) != 1 || st.Closed ||
+		!strings.Contains(out, "127.0.0.1:40000 → 127.0.0.1:5201 closed; following 127.0.0.1:40002 → 127.0.0.1:5201") ||
+		!strings.Contains(out, "tcpscope watch  127.0.0.1:40002 → 127.0.0.1:5201") {
+		t.Errorf("after the switch, %d frames:\n%s", len(st.Frames), out)
 	}
 }

@@ -22,11 +22,13 @@ import (
 // and empty slices, omitzero dropping what IsZero reports zero, strings
 // escaped for HTML, and floats in the shortest form, in exponent form
 // below 1e-6 and from 1e21 up. A NaN or an infinity is an error, as it is
-// for encoding/json. The diagnosis, present twice a second, is left to
-// encoding/json itself.
+// for encoding/json. The diagnosis is left to encoding/json itself: it
+// is recomputed twice a second, and a Recorder encodes it once for all the
+// frames that carry it.
 
-// appendFrame appends f as one JSON object, without a newline.
-func appendFrame(b []byte, f *Frame) ([]byte, error) {
+// appendFrame appends f as one JSON object, without a newline. diag is
+// f.Diagnosis already encoded, or nil to encode it here.
+func appendFrame(b []byte, f *Frame, diag []byte) ([]byte, error) {
 	e := encoder{b: b}
 	e.raw(`{"at_ns":`)
 	e.int(int64(f.At))
@@ -37,12 +39,14 @@ func appendFrame(b []byte, f *Frame) ([]byte, error) {
 		e.rows(f.Closed)
 	}
 	if len(f.Diagnosis) > 0 {
-		d, err := json.Marshal(f.Diagnosis)
-		if err != nil {
-			return b, err
+		if diag == nil {
+			var err error
+			if diag, err = json.Marshal(f.Diagnosis); err != nil {
+				return b, err
+			}
 		}
 		e.raw(`,"diagnosis":`)
-		e.b = append(e.b, d...)
+		e.b = append(e.b, diag...)
 	}
 	e.raw("}")
 	if e.err != nil {

@@ -180,6 +180,29 @@ func TestEncodeLiveFrame(t *testing.T) {
 	}
 }
 
+// Frames between two recomputations of the diagnosis share its findings,
+// encoded once by the Recorder: each line is still encoding/json's, and a
+// new diagnosis, even of the same length, is encoded anew.
+func TestRecordSharedDiagnosis(t *testing.T) {
+	f := liveFrame()
+	d1 := []model.Finding{{ID: "rwnd-limited", Summary: "the receiver's window"}}
+	d2 := []model.Finding{{ID: "loss-limited", Summary: "loss"}}
+	var got, want bytes.Buffer
+	rec, enc := NewRecorder(&got), json.NewEncoder(&want)
+	for i, d := range [][]model.Finding{nil, d1, d1, d1, d2, d2, nil, d1} {
+		f.At, f.Diagnosis = time.Duration(i)*time.Second, d
+		if err := rec.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.String() != want.String() {
+		t.Errorf("ours:\n%s\nencoding/json:\n%s", got.String(), want.String())
+	}
+}
+
 // BenchmarkRecordFrame writes a followed connection's frame, as
 // --json-stream does a hundred times a second.
 func BenchmarkRecordFrame(b *testing.B) {

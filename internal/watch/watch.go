@@ -9,6 +9,7 @@ package watch
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -270,12 +271,86 @@ func (t *Tracker) Diagnose(cookie uint64, o diagnose.Options) []model.Finding {
 	return diagnose.Connection(t.hist[cookie], o)
 }
 
+// Goodput is the connection's goodput over the last span of its kept
+// samples (its window, when shorter): bytes acknowledged or received,
+// whichever moved more. False until two samples are kept.
+func (t *Tracker) Goodput(cookie uint64, span time.Duration) (model.Bitrate, bool) {
+	h := t.hist[cookie]
+	if len(h) < 2 {
+		return 0, false
+	}
+	last := &h[len(h)-1]
+	i := len(h) - 2
+	for i > 0 && last.At-h[i-1].At <= span {
+		i--
+	}
+	_, rate, _ := progress(counted(&h[i]), counted(last), false)
+	return rate, true
+}
+
+// Busiest orders rows busiest first: by rate, and where rates tie (on a
+// connection's first sight none is known) by the bytes the connection
+// moved in its life, acknowledged or received, whichever is more. rows
+// is left as it is.
+func Busiest(rows []Row) []Row {
+	out := slices.Clone(rows)
+	moved := func(r *Row) model.Bytes { return max(r.TCP.BytesAcked.V, r.TCP.BytesReceived.V) }
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if a.Rate != b.Rate {
+			return cmp.Compare(b.Rate, a.Rate)
+		}
+		return cmp.Compare(moved(&b), moved(&a))
+	})
+	return out
+}
+
+// Running is a followed connection's running diagnosis. It is recomputed
+// from the Tracker's window every Every, which at 100 Hz sampling costs a
+// fiftieth of doing it every sample, and every frame in between carries
+// the latest: once there is a diagnosis, no frame goes without one while
+// the connection lasts. The zero value recomputes every frame.
+type Running struct {
+	Options diagnose.Options
+	// Every is how often the diagnosis is recomputed.
+	Every time.Duration
+
+	cookie   uint64
+	findings []model.Finding
+	at       time.Duration // when findings were computed
+}
+
+// Attach sets f's diagnosis: its first row's connection's, from t, where
+// f is the frame t.Add returned last.
+func (r *Running) Attach(t *Tracker, f *Frame) {
+	if len(f.Rows) == 0 {
+		return
+	}
+	if c := f.Rows[0].Cookie; c != r.cookie {
+		// Another connection (the followed one closed and another match
+		// took its place): its own evidence, from its first sample.
+		r.cookie, r.findings = c, nil
+	}
+	// A tenth of slack: samples come on ticks, each a little late by
+	// its own amount, and one less late than the last must not put the
+	// recomputation off by a whole sampling period (at -i 500ms, to
+	// every other sample).
+	if r.findings == nil || f.At-r.at >= r.Every-r.Every/10 {
+		r.findings, r.at = t.Diagnose(r.cookie, r.Options), f.At
+	}
+	f.Diagnosis = r.findings
+}
+
 // Recorder writes frames as JSON lines, as encoding/json's Encoder would:
 // the --record file and --json-stream share it. Each line goes to its
 // writer in one Write, from a buffer kept from one frame to the next.
 type Recorder struct {
 	w   io.Writer
 	buf []byte
+	// diag is the last diagnosis written and diagJSON its encoding:
+	// frames between two recomputations carry the same findings (see
+	// Running), the same slice, encoded once.
+	diag     []model.Finding
+	diagJSON []byte
 }
 
 // NewRecorder writes to w.
@@ -283,7 +358,18 @@ func NewRecorder(w io.Writer) *Recorder { return &Recorder{w: w} }
 
 // Write writes one frame as a line.
 func (r *Recorder) Write(f Frame) error {
-	b, err := appendFrame(r.buf[:0], &f)
+	var diag []byte
+	if d := f.Diagnosis; len(d) > 0 {
+		if len(d) != len(r.diag) || &d[0] != &r.diag[0] {
+			j, err := json.Marshal(d)
+			if err != nil {
+				return fmt.Errorf("write frame: %w", err)
+			}
+			r.diag, r.diagJSON = d, j
+		}
+		diag = r.diagJSON
+	}
+	b, err := appendFrame(r.buf[:0], &f, diag)
 	if err != nil {
 		return fmt.Errorf("write frame: %w", err)
 	}

@@ -1,0 +1,331 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/sockdiag"
+	"github.com/tcpscope/tcpscope/internal/watch"
+)
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// waitSockets waits until the sockets filter matches satisfy ok, and
+// returns them.
+func waitSockets(t *testing.T, filter string, ok func([]model.Socket) bool) []model.Socket {
+	t.Helper()
+	f, err := sockdiag.Parse(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sockdiag.Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		socks, err := c.Dump(f, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(socks) {
+			return socks
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%q: the sockets never came: %d now", filter, len(socks))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// iperf3Loopback runs a stock iperf3 test on loopback for secs seconds at
+// 100 Mbit/s, and returns its port, data connection and control
+// connection (the client's ends) once the data moves. The transfer is
+// stopped when the test ends.
+func iperf3Loopback(t *testing.T, secs int) (port int, data, control model.Socket) {
+	t.Helper()
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 is not installed (make setup installs it)")
+	}
+	port = freePort(t)
+	p := strconv.Itoa(port)
+	srv := exec.Command("iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", p)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	waitSockets(t, "sport "+p+" state listening", func(s []model.Socket) bool { return len(s) > 0 })
+	cli := exec.Command("iperf3", "-c", "127.0.0.1", "-p", p, "-t", strconv.Itoa(secs), "-b", "100M")
+	if err := cli.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Process.Kill(); cli.Wait() })
+	// The client's two ends: the control connection, then the data
+	// connection, which has moved a megabyte once the transfer is on.
+	socks := waitSockets(t, "dport "+p+" state established", func(s []model.Socket) bool {
+		return len(s) == 2 && max(s[0].TCP.BytesAcked.V, s[1].TCP.BytesAcked.V) >= model.MiB
+	})
+	if socks[0].TCP.BytesAcked.V < socks[1].TCP.BytesAcked.V {
+		socks[0], socks[1] = socks[1], socks[0]
+	}
+	return port, socks[0], socks[1]
+}
+
+// frames decodes --json-stream output.
+func frames(t *testing.T, out string) []watch.Frame {
+	t.Helper()
+	var fs []watch.Frame
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var f watch.Frame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("frame %d: %v", len(fs), err)
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// `watch --conn "dport 5201"` on a stock iperf3 test matches its control
+// and its data connection. It follows the data connection, the busy one,
+// and names the control connection and how to follow it instead. It used
+// to refuse the filter.
+func TestWatchFollowsTheBusiestMatch(t *testing.T) {
+	port, data, control := iperf3Loopback(t, 60)
+	filter := fmt.Sprintf("dport %d", port)
+	code, out, errOut := run("watch", "--conn", filter, "--json-stream", "-i", "100ms", "-c", "10")
+	if code != 0 {
+		t.Fatalf("watch --conn %q: exit %d: %s", filter, code, errOut)
+	}
+	fs := frames(t, out)
+	if len(fs) != 10 {
+		t.Fatalf("%d frames, want 10", len(fs))
+	}
+	for i, f := range fs {
+		if len(f.Rows) != 1 || f.Rows[0].Cookie != data.Cookie {
+			t.Fatalf("frame %d follows %v, not the data connection %s", i, f.Rows, data.Local)
+		}
+	}
+	for _, want := range []string{
+		fmt.Sprintf("2 connections match %q; following the busiest, %s → %s", filter, data.Local, data.Remote),
+		fmt.Sprintf("also %s → %s (idle)", control.Local, control.Remote),
+		fmt.Sprintf(`--conn "sport %d dport %d"`, control.Local.Port(), port),
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("more than one line on stderr:\n%s", errOut)
+	}
+}
+
+// Once the followed connection has two samples, every frame of a steady
+// transfer carries the running diagnosis. It used to be only on the
+// frames where it was recomputed, twice a second: one in five at -i
+// 100ms, and at -i 500ms every other, for the jitter of the ticks.
+func TestWatchDiagnosisOnEveryFrame(t *testing.T) {
+	port, data, _ := iperf3Loopback(t, 60)
+	exact := fmt.Sprintf("sport %d dport %d", data.Local.Port(), port)
+	for _, c := range []struct{ interval, count string }{{"100ms", "15"}, {"500ms", "6"}} {
+		code, out, errOut := run("watch", "--conn", exact, "--json-stream", "-i", c.interval, "-c", c.count)
+		if code != 0 {
+			t.Fatalf("watch --conn %q: exit %d: %s", exact, code, errOut)
+		}
+		var got strings.Builder
+		for _, f := range frames(t, out) {
+			if len(f.Diagnosis) > 0 {
+				got.WriteByte('D')
+			} else {
+				got.WriteByte('.')
+			}
+		}
+		if want := "." + strings.Repeat("D", got.Len()-1); got.String() != want {
+			t.Errorf("-i %s: frames with a diagnosis %s, want %s", c.interval, got.String(), want)
+		}
+	}
+}
+
+// At the end of an iperf3 test the data connection closes while the
+// control connection exchanges the results: that is not a transfer to go
+// on with, and the watch ends with the data connection closed.
+func TestWatchEndsWithTheTransfer(t *testing.T) {
+	port, data, _ := iperf3Loopback(t, 2)
+	code, out, errOut := run("watch", "--conn", fmt.Sprintf("dport %d", port), "--json-stream", "-i", "100ms", "-c", "100")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	fs := frames(t, out)
+	if len(fs) < 2 || len(fs) == 100 {
+		t.Fatalf("%d frames", len(fs))
+	}
+	for i, f := range fs[:len(fs)-1] {
+		if len(f.Rows) != 1 || f.Rows[0].Cookie != data.Cookie {
+			t.Fatalf("frame %d follows %v, not the data connection %s", i, f.Rows, data.Local)
+		}
+	}
+	if last := fs[len(fs)-1]; len(last.Rows) != 0 || len(last.Closed) != 1 || last.Closed[0].Cookie != data.Cookie {
+		t.Errorf("last frame %+v, want the data connection closed", last)
+	}
+}
+
+// pacedSender writes to c, 64 KiB every 2 ms, until stop or an error.
+func pacedSender(c net.Conn, stop <-chan struct{}) {
+	buf := make([]byte, 64<<10)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write(buf); err != nil {
+			return
+		}
+	}
+}
+
+// Two transfers match; the followed one closes while the other goes on:
+// the watch follows the other, says so, and carries on.
+func TestWatchGoesOnWithAnotherBusyMatch(t *testing.T) {
+	// Everything started here ends before the test does.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { defer c.Close(); io.Copy(io.Discard, c) })
+		}
+	})
+	conns := map[int]net.Conn{}
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[c.LocalAddr().(*net.TCPAddr).Port] = c
+		wg.Go(func() { pacedSender(c, stop) })
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	filter := fmt.Sprintf("dport %d", port)
+	waitSockets(t, filter, func(s []model.Socket) bool {
+		return len(s) == 2 && min(s[0].TCP.BytesAcked.V, s[1].TCP.BytesAcked.V) > 0
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	errOut := &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		code := Main(ctx, []string{"watch", "--conn", filter, "--json-stream", "-i", "100ms", "-c", "600"}, pw, errOut)
+		pw.Close()
+		done <- code
+	}()
+	finish := sync.OnceValue(func() int {
+		cancel()
+		io.Copy(io.Discard, pr)
+		return <-done
+	})
+	defer finish()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(nil, 1<<24)
+	next := func() watch.Frame {
+		t.Helper()
+		if !sc.Scan() {
+			t.Fatalf("the watch ended: %v; stderr: %s", sc.Err(), errOut.String())
+		}
+		var f watch.Frame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	var first watch.Row
+	for range 3 {
+		f := next()
+		if len(f.Rows) != 1 || first.Cookie != 0 && f.Rows[0].Cookie != first.Cookie {
+			t.Fatalf("frame %+v", f.Rows)
+		}
+		first = f.Rows[0]
+	}
+	conns[int(first.Local.Port())].Close()
+	// Frames of the closing connection, then one with it closed and the
+	// other followed from its first sample, and the other's after.
+	var f watch.Frame
+	for f = next(); len(f.Closed) == 0; f = next() {
+		if len(f.Rows) != 1 || f.Rows[0].Cookie != first.Cookie {
+			t.Fatalf("while closing, frame %+v", f.Rows)
+		}
+	}
+	if f.Closed[0].Cookie != first.Cookie || len(f.Rows) != 1 || !f.Rows[0].New || f.Rows[0].Cookie == first.Cookie {
+		t.Fatalf("the frame after the close: rows %+v, closed %+v", f.Rows, f.Closed)
+	}
+	other := f.Rows[0]
+	for i := range 5 {
+		if f := next(); len(f.Rows) != 1 || f.Rows[0].Cookie != other.Cookie || i > 0 && len(f.Diagnosis) == 0 {
+			t.Fatalf("frame %d after the switch: rows %+v, %d findings", i, f.Rows, len(f.Diagnosis))
+		}
+	}
+	if code := finish(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	want := fmt.Sprintf("%s → %s closed; following %s → %s, the busiest other connection %q matches", first.Local, first.Remote, other.Local, other.Remote, filter)
+	if len(lines) != 2 || !strings.Contains(lines[0], "2 connections match") || !strings.Contains(lines[1], want) {
+		t.Errorf("stderr:\n%s\nwant the pick, then %q", errOut.String(), want)
+	}
+}
+
+// lockedBuffer is a strings.Builder safe to write from one goroutine and
+// read from another.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
