@@ -44,6 +44,8 @@ var allowed = map[string][]string{
 	"internal/archive/pgtest": {},
 	"internal/tcpmath":        {"internal/model"},
 	"internal/archtest":       {},
+	"internal/interop":        {},
+	"bench/interop":           {"internal/interop"},
 }
 
 // pure packages do no I/O and never read the clock, so a saved run

@@ -1,0 +1,194 @@
+package interop
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// RateTolerance is how far the two ends' rates of one flow may differ.
+const RateTolerance = 0.02
+
+// Served says whether a case runs a way, and if not, why.
+func (c Case) Served(w Way) (bool, string) {
+	if why, ok := c.NotServed[w]; ok {
+		return false, why
+	}
+	if c.Clients > 1 && w != StockToTcpscope {
+		return false, "stock iperf3 serves one test at a time"
+	}
+	return true, ""
+}
+
+// Check is what a user relies on, for one client's run: it exited 0
+// with no error, every flow's byte counts agree exactly between the
+// ends (UDP: every datagram sent is accounted for at the receiver),
+// their rates within RateTolerance, a byte budget (-n) filled exactly,
+// and a concurrent client's receiver saw its own rate (not another
+// client's). ref is the reference's run of the same case (nil if none);
+// a block budget (-k) is held to it. It returns what failed.
+func Check(c Case, r Result, ref *Result) []string {
+	var bad []string
+	fail := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
+	if r.Harness != nil {
+		return []string{"harness: " + r.Harness.Error()}
+	}
+	if r.Exit != 0 || r.Error != "" {
+		fail("exit %d: %s", r.Exit, firstLine(r.Error, r.Stderr))
+		return bad
+	}
+	want := 1
+	if hasFlag(c.Args, "--bidir") {
+		want = 2
+	}
+	if len(r.Flows) != want {
+		fail("%d flows in the document, want %d", len(r.Flows), want)
+		return bad
+	}
+	budget := sizeFlag(c.Args, "-n")
+	for _, f := range r.Flows {
+		dir := "client→server"
+		if f.Reverse {
+			dir = "server→client"
+		}
+		if f.SentBytes <= 0 {
+			fail("%s: nothing sent", dir)
+			continue
+		}
+		switch {
+		case c.UDP():
+			if f.SentPackets != f.RecvPackets {
+				fail("%s: %d datagrams sent, the receiver accounts for %d", dir, f.SentPackets, f.RecvPackets)
+			}
+			if f.Lost == 0 && f.SentBytes != f.RecvBytes {
+				fail("%s: %d bytes sent, %d received with no datagram lost", dir, f.SentBytes, f.RecvBytes)
+			}
+		case hasFlag(c.Args, "-O"):
+			// Each end counts from its own omit mark, on its own clock:
+			// the counts differ by what crossed between the two marks,
+			// for stock as for tcpscope. The rates must still agree.
+		case exactWay(r.Way, f.Reverse):
+			if f.SentBytes != f.RecvBytes {
+				fail("%s: %d bytes sent, %d received", dir, f.SentBytes, f.RecvBytes)
+			}
+		default:
+			// A stock receiver that ends the test stops reading at its
+			// end: what was still in flight or queued is sent and never
+			// read, for stock senders too. It must stay a sliver.
+			if f.RecvBytes > f.SentBytes || relDiff(float64(f.SentBytes), float64(f.RecvBytes)) > RateTolerance {
+				fail("%s: %d bytes sent, %d received (more than %.0f%% apart)", dir, f.SentBytes, f.RecvBytes, 100*RateTolerance)
+			}
+		}
+		if d := relDiff(f.SentRate, f.RecvRate); d > RateTolerance && (!c.UDP() || f.Lost == 0) {
+			fail("%s: sender's rate %.4g bit/s, receiver's %.4g (%.1f%% apart)", dir, f.SentRate, f.RecvRate, 100*d)
+		}
+		if budget > 0 && !c.UDP() && f.SentBytes != budget {
+			fail("%s: -n %d sent %d bytes", dir, budget, f.SentBytes)
+		}
+		if budget > 0 && c.UDP() && (f.SentBytes < budget || f.SentBytes >= budget+int64(sizeFlagOr(c.Args, "-l", 1460))) {
+			fail("%s: -n %d sent %d bytes (stock sends whole datagrams until the budget is met)", dir, budget, f.SentBytes)
+		}
+		if hasFlag(c.Args, "-k") && ref != nil && ref.Harness == nil && len(ref.Flows) == len(r.Flows) {
+			rf := ref.Flows[0]
+			if d := relDiff(float64(f.SentBytes), float64(rf.SentBytes)); d > RateTolerance {
+				fail("%s: -k sent %d bytes, stock sends %d", dir, f.SentBytes, rf.SentBytes)
+			}
+		}
+		if r.Rate != "" {
+			target, err := parseRate(r.Rate)
+			if err == nil && relDiff(f.RecvRate, target) > 0.1 {
+				fail("%s: a client at -b %s was told %.4g bit/s arrived", dir, r.Rate, f.RecvRate)
+			}
+		}
+	}
+	return bad
+}
+
+// exactWay says whether a flow's two counts must agree to the byte:
+// where tcpscope receives (it reads to the end of the stream), and where
+// tcpscope's client sends to a stock server (it ends the test only once
+// what it wrote has been read). Where a stock client receives and ends
+// the test, bytes still in flight at its end are never read, whoever
+// sent them.
+func exactWay(w Way, reverse bool) bool {
+	switch w {
+	case StockToTcpscope:
+		return !reverse
+	case TcpscopeToStock:
+		return true
+	}
+	return false
+}
+
+func relDiff(a, b float64) float64 {
+	if a == b {
+		return 0
+	}
+	return math.Abs(a-b) / math.Max(math.Abs(a), math.Abs(b))
+}
+
+func firstLine(s ...string) string {
+	for _, x := range s {
+		if x = strings.TrimSpace(x); x != "" {
+			return strings.SplitN(x, "\n", 2)[0]
+		}
+	}
+	return "(no message)"
+}
+
+// sizeFlag is a flag's byte size as iperf3 reads it (K/M/G: 1024s); 0
+// when absent.
+func sizeFlag(args []string, name string) int64 {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			v, err := parseSize(args[i+1])
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+func sizeFlagOr(args []string, name string, def int64) int64 {
+	if v := sizeFlag(args, name); v > 0 {
+		return v
+	}
+	return def
+}
+
+func parseSize(s string) (int64, error) {
+	mult := int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	return int64(v * float64(mult)), err
+}
+
+// parseRate reads -b as iperf3 does: K/M/G as powers of 1000.
+func parseRate(s string) (float64, error) {
+	mult := 1.0
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1e3
+	case "M":
+		mult = 1e6
+	case "G":
+		mult = 1e9
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	return v * mult, err
+}

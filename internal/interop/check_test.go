@@ -1,0 +1,62 @@
+package interop
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Documents stock iperf3 3.12 wrote (-J): both flows of a --bidir run
+// and the datagram account of a UDP run parse as they should.
+func TestParseStockDocuments(t *testing.T) {
+	b, err := os.ReadFile("testdata/stock-bidir.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows, msg, err := ParseDocument(b, false, false)
+	if err != nil || msg != "" || len(flows) != 2 {
+		t.Fatalf("flows %d, error %q, %v; want 2 flows", len(flows), msg, err)
+	}
+	if flows[0].Reverse || !flows[1].Reverse || flows[0].SentBytes <= 0 || flows[1].RecvBytes <= 0 {
+		t.Errorf("flows %+v", flows)
+	}
+	b, err = os.ReadFile("testdata/stock-udp.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows, _, err = ParseDocument(b, true, false)
+	if err != nil || len(flows) != 1 || flows[0].SentPackets != 39 || flows[0].RecvPackets != 39 {
+		t.Fatalf("udp flows %+v, %v", flows, err)
+	}
+}
+
+// The checks catch what they are for, and pass what is right.
+func TestCheck(t *testing.T) {
+	tcp := Case{Name: "tcp", Args: []string{"-t", "1"}}
+	good := Flow{SentBytes: 1000, RecvBytes: 1000, SentRate: 8000, RecvRate: 8000}
+	for _, tc := range []struct {
+		name string
+		c    Case
+		r    Result
+		want string // a phrase of the failure; "" for none
+	}{
+		{"exact", tcp, Result{Way: StockToTcpscope, Flows: []Flow{good}}, ""},
+		{"a byte short", tcp, Result{Way: StockToTcpscope, Flows: []Flow{{SentBytes: 1000, RecvBytes: 999, SentRate: 8000, RecvRate: 7992}}}, "bytes sent"},
+		{"stock receiver ends the test", Case{Args: []string{"-t", "1", "-R"}}, Result{Way: StockToTcpscope,
+			Flows: []Flow{{Reverse: true, SentBytes: 1000, RecvBytes: 995, SentRate: 8000, RecvRate: 7960}}}, ""},
+		{"rates apart", tcp, Result{Way: TcpscopeToStock, Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 8000, RecvRate: 9000}}}, "apart"},
+		{"nothing moved", tcp, Result{Way: StockToTcpscope, Flows: []Flow{{}}}, "nothing sent"},
+		{"bidir with one flow", Case{Args: []string{"--bidir"}}, Result{Way: StockToTcpscope, Flows: []Flow{good}}, "want 2"},
+		{"error", tcp, Result{Way: StockToTcpscope, Error: "the server is busy running a test. try again later"}, "busy"},
+		{"udp datagram missing", Case{Args: []string{"-u"}}, Result{Way: StockToTcpscope,
+			Flows: []Flow{{SentBytes: 1000, RecvBytes: 900, SentRate: 8000, RecvRate: 8000, SentPackets: 10, RecvPackets: 9}}}, "datagrams sent"},
+		{"-n not filled", Case{Args: []string{"-n", "1K"}}, Result{Way: StockToTcpscope, Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 1, RecvRate: 1}}}, "-n 1024"},
+		{"swapped results", Case{Args: []string{"-u"}}, Result{Way: StockToTcpscope, Rate: "20M",
+			Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 40e6, RecvRate: 40e6, SentPackets: 1, RecvPackets: 1}}}, "was told"},
+	} {
+		bad := strings.Join(Check(tc.c, tc.r, nil), "; ")
+		if tc.want == "" && bad != "" || tc.want != "" && !strings.Contains(bad, tc.want) {
+			t.Errorf("%s: failures %q, want %q", tc.name, bad, tc.want)
+		}
+	}
+}

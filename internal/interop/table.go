@@ -1,0 +1,131 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Tally is one case's outcome one way over its rounds.
+type Tally struct {
+	Runs, Passed int
+	// MaxGap is the largest relative difference between a flow's two
+	// rates over the runs that moved data.
+	MaxGap float64
+	// Failures counts each distinct failure text.
+	Failures map[string]int
+	Why      string // why the way is not served, if it is not
+}
+
+// Matrix runs every case every way, rounds times, interleaved (round by
+// round, so a slow moment of the machine falls on all ways alike), and
+// tallies the checks. The reference runs in the first refRounds rounds
+// only (at least one, since -k is held to it). progress, if not nil,
+// hears each result.
+func (h *Harness) Matrix(ctx context.Context, cases []Case, rounds, refRounds int, progress func(Result, []string)) map[string]map[Way]*Tally {
+	out := map[string]map[Way]*Tally{}
+	for _, c := range cases {
+		out[c.Name] = map[Way]*Tally{}
+		for _, w := range Ways {
+			t := &Tally{Failures: map[string]int{}}
+			if ok, why := c.Served(w); !ok {
+				t.Why = why
+			}
+			out[c.Name][w] = t
+		}
+	}
+	refs := map[string]*Result{}
+	for round := range rounds {
+		for _, c := range cases {
+			if ctx.Err() != nil {
+				return out
+			}
+			ref := refs[c.Name]
+			fresh := false
+			if ok, _ := c.Served(Reference); ok && (ref == nil || round < refRounds) {
+				rs := h.Run(ctx, c, Reference)
+				ref, fresh = &rs[0], true
+				refs[c.Name] = ref
+			}
+			for _, w := range Ways {
+				t := out[c.Name][w]
+				if t.Why != "" || w == Reference && !fresh {
+					continue
+				}
+				rs := []Result{}
+				if w == Reference {
+					rs = append(rs, *ref)
+				} else {
+					rs = h.Run(ctx, c, w)
+				}
+				for _, r := range rs {
+					bad := Check(c, r, ref)
+					t.Runs++
+					if len(bad) == 0 {
+						t.Passed++
+					}
+					for _, b := range bad {
+						t.Failures[b]++
+					}
+					for _, f := range r.Flows {
+						t.MaxGap = max(t.MaxGap, relDiff(f.SentRate, f.RecvRate))
+					}
+					if progress != nil {
+						progress(r, bad)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// WriteTable writes the tally as a Markdown table: per case and way,
+// the runs that passed every check, the largest rate gap, and the
+// failures seen.
+func WriteTable(w io.Writer, cases []Case, m map[string]map[Way]*Tally) {
+	fmt.Fprintf(w, "| mode | %s | %s | %s (reference) |\n|---|---|---|---|\n", StockToTcpscope, TcpscopeToStock, Reference)
+	var notes []string
+	for _, c := range cases {
+		cells := []string{"`" + c.Name + "`"}
+		for _, way := range Ways {
+			t := m[c.Name][way]
+			switch {
+			case t.Why != "":
+				cells = append(cells, "not run: "+t.Why)
+			case t.Runs == 0:
+				cells = append(cells, "—")
+			default:
+				cell := fmt.Sprintf("%d/%d, rates ≤ %.2f%% apart", t.Passed, t.Runs, 100*t.MaxGap)
+				if len(t.Failures) > 0 {
+					notes = append(notes, fmt.Sprintf("- `%s`, %s: %s", c.Name, way, failureText(t.Failures)))
+					cell += " ¹"
+				}
+				cells = append(cells, cell)
+			}
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\n¹ failures, with how many runs each:\n\n%s\n", strings.Join(notes, "\n"))
+	}
+}
+
+func failureText(f map[string]int) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return f[keys[i]] > f[keys[j]] || f[keys[i]] == f[keys[j]] && keys[i] < keys[j] })
+	var parts []string
+	for i, k := range keys {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-4))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d)", k, f[k]))
+	}
+	return strings.Join(parts, "; ")
+}
