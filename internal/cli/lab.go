@@ -51,6 +51,7 @@ everything it creates is removed on exit, on error and on Ctrl-C
 		},
 		newLabRunCmd(f, stdout, stderr),
 		newLabShellCmd(f, stdout, stderr),
+		newLabPrecisionCmd(stdout, stderr),
 		&cobra.Command{
 			Use:   "selftest",
 			Short: "Check the path emulator's accuracy on this machine",

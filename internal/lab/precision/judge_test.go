@@ -1,0 +1,41 @@
+package precision
+
+import (
+	"testing"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// The judge: health needs a bottleneck verdict and no alarm anywhere; an
+// impairment needs its cause (or a stand-in) in the verdict of its
+// direction.
+func TestJudge(t *testing.T) {
+	run := &model.Run{Summary: []model.DirectionSummary{{Direction: model.ClientToServer, Goodput: model.Some[model.Bitrate](1e6)}}}
+	f := func(id string, sev model.Severity, primary bool, d model.Direction) model.Finding {
+		return model.Finding{ID: id, Severity: sev, Primary: primary, Direction: d}
+	}
+	c2s, s2c := model.ClientToServer, model.ServerToClient
+	healthy := Scenario{Name: "h", Healthy: true, Dir: c2s}
+	rwnd := Scenario{Name: "r", Want: "rwnd-limited", Also: []string{"wscale-off"}, Dir: c2s}
+	for _, tc := range []struct {
+		name string
+		s    Scenario
+		fs   []model.Finding
+		ok   bool
+	}{
+		{"clean bottleneck", healthy, []model.Finding{f("bottleneck", model.Info, true, c2s)}, true},
+		{"bottleneck with a warning beside", healthy, []model.Finding{f("bottleneck", model.Info, true, c2s), f("reordering", model.Warning, false, c2s)}, false},
+		{"an alarm the other way", healthy, []model.Finding{f("bottleneck", model.Info, true, c2s), f("loss-limited", model.Critical, true, s2c)}, false},
+		{"healthy called app-limited", healthy, []model.Finding{f("sender-app-limited", model.Info, true, c2s)}, false},
+		{"no verdict", healthy, nil, false},
+		{"cause named", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, c2s)}, true},
+		{"stand-in named", rwnd, []model.Finding{f("wscale-off", model.Critical, true, c2s)}, true},
+		{"co-limit named", rwnd, []model.Finding{f("loss-limited", model.Critical, true, c2s), f("rwnd-limited", model.Critical, true, c2s)}, true},
+		{"cause only beside", rwnd, []model.Finding{f("bottleneck", model.Info, true, c2s), f("rwnd-limited", model.Warning, false, c2s)}, false},
+		{"cause in the other direction", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, s2c)}, false},
+	} {
+		if o := Judge(tc.s, run, tc.fs); o.OK != tc.ok {
+			t.Errorf("%s: ok %v, want %v (verdict %v, alarms %v)", tc.name, o.OK, tc.ok, o.Verdict, o.Alarms)
+		}
+	}
+}

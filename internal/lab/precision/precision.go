@@ -1,0 +1,261 @@
+package precision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
+)
+
+// Outcome is one run of a scenario and how the verdict fared.
+type Outcome struct {
+	Scenario string
+	// Verdict is the headline of the scenario's direction: its primary
+	// findings (co-limits included).
+	Verdict []string
+	// Alarms are the warning and critical findings, any direction.
+	Alarms []string
+	// Goodput of the scenario's direction, when measured.
+	Goodput model.Opt[model.Bitrate]
+	// OK: a healthy scenario's verdict is the bottleneck (or healthy)
+	// with no alarm; an impaired one's verdict names its cause.
+	OK bool
+	// Err is a run that could not be made (the lab failed), which counts
+	// as neither hit nor miss.
+	Err error
+}
+
+// healthyVerdicts are what a clean path's headline may be.
+var healthyVerdicts = []string{"bottleneck", "healthy"}
+
+// Judge decides a run of s from its findings.
+func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
+	o := Outcome{Scenario: s.Name}
+	for _, f := range fs {
+		if f.Primary && (f.Direction == s.Dir || f.Direction == "") {
+			o.Verdict = append(o.Verdict, f.ID)
+		}
+		if f.Severity == model.Critical || f.Severity == model.Warning {
+			o.Alarms = append(o.Alarms, f.ID)
+		}
+	}
+	for _, d := range run.Summary {
+		if d.Direction == s.Dir {
+			o.Goodput = d.Goodput
+		}
+	}
+	if s.Healthy {
+		o.OK = len(o.Alarms) == 0 && len(o.Verdict) > 0
+		for _, v := range o.Verdict {
+			o.OK = o.OK && slices.Contains(healthyVerdicts, v)
+		}
+		return o
+	}
+	for _, want := range append([]string{s.Want}, s.Also...) {
+		if slices.Contains(o.Verdict, want) {
+			o.OK = true
+		}
+	}
+	return o
+}
+
+// Run runs each scenario repeat times, round by round (so a slow moment
+// of the machine spreads over the scenarios), and judges every run.
+// progress, if not nil, hears each outcome.
+func Run(ctx context.Context, scenarios []Scenario, repeat int, progress func(Outcome)) []Outcome {
+	var out []Outcome
+	for range repeat {
+		for _, s := range scenarios {
+			if ctx.Err() != nil {
+				return out
+			}
+			o := runOne(ctx, s)
+			out = append(out, o)
+			if progress != nil {
+				progress(o)
+			}
+		}
+	}
+	return out
+}
+
+// testLength is a run's duration and omitted start: ten round trips of
+// slow start left out (at least 1 s), then 4 s measured.
+func testLength(s Scenario) (time.Duration, time.Duration) {
+	rtt := s.AtoB.Delay + s.BtoA.Delay
+	omit := max(time.Second, 10*rtt)
+	return omit + 4*time.Second, omit
+}
+
+func runOne(ctx context.Context, s Scenario) Outcome {
+	cfg := s.Test
+	cfg.Duration, cfg.Omit = testLength(s)
+	var run *model.Run
+	var err error
+	if s.Loopback {
+		run, err = loopback(ctx, cfg)
+	} else {
+		run, err = inLab(ctx, s, cfg)
+	}
+	if run == nil || len(run.Summary) == 0 {
+		if err == nil {
+			err = errors.New("no result")
+		}
+		return Outcome{Scenario: s.Name, Err: err}
+	}
+	// A broken path may end the test early; its diagnosis must still say
+	// why, so the run is judged all the same.
+	return Judge(s, run, diagnose.Test(run, diagnose.Options{}))
+}
+
+// inLab builds the scenario's pair, serves in B and tests from A.
+func inLab(ctx context.Context, s Scenario, cfg model.TestConfig) (*model.Run, error) {
+	p, err := lab.NewPair(ctx, lab.PairConfig{MTU: s.MTU, A: s.A, B: s.B, Backend: lab.UseEmulator,
+		Emulated: &emulator.Config{AtoB: s.AtoB, BtoA: s.BtoA, Seed: s.Seed}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: build the lab: %w", s.Name, err)
+	}
+	defer p.Close()
+	addr, stop, err := p.Serve(ctx, 0, "precision")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	defer stop()
+	var run *model.Run
+	err = p.A.Do(func() error {
+		var err error
+		run, err = (&perf.Client{Version: "precision"}).Run(ctx, addr, cfg)
+		return err
+	})
+	return run, err
+}
+
+// loopback serves on 127.0.0.1 in this host and tests across it.
+func loopback(ctx context.Context, cfg model.TestConfig) (*model.Run, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("loopback: %w", err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&perf.Server{Version: "precision"}).Serve(sctx, ln)
+	}()
+	defer func() { cancel(); <-done }()
+	return (&perf.Client{Version: "precision"}).Run(ctx, ln.Addr().String(), cfg)
+}
+
+// Tally is one scenario's outcomes.
+type Tally struct {
+	Runs, OK, Errors int
+	Verdicts         map[string]int // verdict (joined) → runs
+	Alarms           map[string]int
+}
+
+// Count tallies outcomes per scenario.
+func Count(out []Outcome) map[string]*Tally {
+	m := map[string]*Tally{}
+	for _, o := range out {
+		t := m[o.Scenario]
+		if t == nil {
+			t = &Tally{Verdicts: map[string]int{}, Alarms: map[string]int{}}
+			m[o.Scenario] = t
+		}
+		if o.Err != nil {
+			t.Errors++
+			continue
+		}
+		t.Runs++
+		if o.OK {
+			t.OK++
+		}
+		v := strings.Join(o.Verdict, " + ")
+		if v == "" {
+			v = "none"
+		}
+		t.Verdicts[v]++
+		for _, a := range o.Alarms {
+			t.Alarms[a]++
+		}
+	}
+	return m
+}
+
+// Table writes a suite's tally as Markdown: per scenario the verdicts
+// seen, the runs that were right, and for the healthy suite the alarms;
+// then the totals.
+func Table(w io.Writer, scenarios []Scenario, out []Outcome) {
+	m := Count(out)
+	healthy := len(scenarios) > 0 && scenarios[0].Healthy
+	if healthy {
+		fmt.Fprintln(w, "| path | verdicts (runs) | warning or critical findings | right |")
+	} else {
+		fmt.Fprintln(w, "| impairment | wanted | verdicts (runs) | hits |")
+	}
+	fmt.Fprintln(w, "|---|---|---|---|")
+	runs, ok, errs := 0, 0, 0
+	for _, s := range scenarios {
+		t := m[s.Name]
+		if t == nil {
+			continue
+		}
+		runs, ok, errs = runs+t.Runs, ok+t.OK, errs+t.Errors
+		cell := fmt.Sprintf("%d/%d", t.OK, t.Runs)
+		if t.Errors > 0 {
+			cell += fmt.Sprintf(" (%d runs failed to run)", t.Errors)
+		}
+		want := s.Want
+		if len(s.Also) > 0 {
+			want += " (or " + strings.Join(s.Also, ", ") + ")"
+		}
+		if s.Healthy {
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", s.Name, counts(t.Verdicts), orNone(counts(t.Alarms)), cell)
+		} else {
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", s.Name, want, counts(t.Verdicts), cell)
+		}
+	}
+	if healthy {
+		fmt.Fprintf(w, "\nFalse alarms: %d of %d runs.\n", runs-ok, runs)
+	} else {
+		fmt.Fprintf(w, "\nHit rate: %d of %d runs (%.0f%%).\n", ok, runs, 100*float64(ok)/float64(max(runs, 1)))
+	}
+	if errs > 0 {
+		fmt.Fprintf(w, "%d runs could not be made and are not counted.\n", errs)
+	}
+}
+
+func counts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (%d)", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

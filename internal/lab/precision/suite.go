@@ -1,0 +1,225 @@
+package precision
+
+import (
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// Scenario is one path, its hosts, one test across it, and what the
+// verdict must say.
+type Scenario struct {
+	Name string
+	// Loopback runs the test on 127.0.0.1 in this host, with no lab.
+	Loopback bool
+	// AtoB and BtoA are the path's two directions (A is the client).
+	AtoB, BtoA emulator.Direction
+	Seed       uint64
+	MTU        int // the hosts' links; 0: 1500
+	A, B       lab.HostConfig
+	Test       model.TestConfig
+	// Healthy: the verdict must be the bottleneck (or healthy), with no
+	// warning or critical finding anywhere, in every direction.
+	Healthy bool
+	// Want is the finding that must be in the verdict of the tested
+	// direction (Dir); Also lists other findings that may stand in for it
+	// (a wscale-off is an rwnd-limited, say).
+	Want string
+	Also []string
+	// Dir is the direction the cause is in: client→server unless the
+	// test runs -R.
+	Dir model.Direction
+}
+
+const (
+	mbit = model.MbitPerSecond
+	ms   = time.Millisecond
+)
+
+// tuned is a host tuned for a path: buffer maxima of twice its
+// bandwidth-delay product (at least the kernel's 6 MiB default).
+func tuned(rate model.Bitrate, rtt time.Duration) lab.HostConfig {
+	bdp := model.Bytes(float64(rate) / 8 * rtt.Seconds())
+	maxBuf := max(2*bdp, 6*model.MiB)
+	return lab.HostConfig{
+		Rmem: lab.BufferSizes{Min: 4096, Default: 131072, Max: maxBuf},
+		Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: maxBuf},
+	}
+}
+
+// path is a symmetric path of rtt whose A→B direction has the
+// bottleneck, with a drop-tail queue of half the round trip (at least
+// 5 ms): a sensibly sized buffer, which a loss-based sender fills and
+// overflows now and then, as on a real path.
+func path(rate model.Bitrate, rtt time.Duration) (emulator.Direction, emulator.Direction) {
+	q := max(rtt/2, 5*ms)
+	return emulator.Direction{Delay: rtt / 2, Rate: rate, Queue: emulator.Queue{Time: q}}, emulator.Direction{Delay: rtt / 2}
+}
+
+// healthy is a scenario of tuned hosts on a clean path, the test's
+// congestion control cc (set on the sockets: a network namespace may
+// not change the host's default to an algorithm it does not allow).
+func healthy(name string, rate model.Bitrate, rtt time.Duration, cc string) Scenario {
+	ab, ba := path(rate, rtt)
+	h := tuned(rate, rtt)
+	return Scenario{Name: name, AtoB: ab, BtoA: ba, A: h, B: h, Healthy: true, Dir: model.ClientToServer,
+		Test: model.TestConfig{Congestion: cc}}
+}
+
+// Healthy is the false-alarm suite: tuned hosts on clean paths, where
+// the only limit is the path's rate.
+func Healthy() []Scenario {
+	return []Scenario{
+		healthy("LAN 1 Gbit/s, 0.2 ms, cubic", 1000*mbit, 200*time.Microsecond, "cubic"),
+		healthy("10 Mbit/s, 20 ms, reno", 10*mbit, 20*ms, "reno"),
+		healthy("100 Mbit/s, 10 ms, bbr", 100*mbit, 10*ms, "bbr"),
+		healthy("100 Mbit/s, 50 ms, cubic", 100*mbit, 50*ms, "cubic"),
+		healthy("1 Gbit/s, 21 ms, bbr", 1000*mbit, 21*ms, "bbr"),
+		healthy("20 Mbit/s, 100 ms, cubic", 20*mbit, 100*ms, "cubic"),
+		healthy("50 Mbit/s, 150 ms, bbr", 50*mbit, 150*ms, "bbr"),
+		healthy("300 Mbit/s, 40 ms, reno", 300*mbit, 40*ms, "reno"),
+		healthy("200 Mbit/s, 5 ms, cubic", 200*mbit, 5*ms, "cubic"),
+		{Name: "loopback", Loopback: true, Healthy: true, Dir: model.ClientToServer},
+		// An application that asks for less than the path carries is
+		// neither a fault nor the path: its own rate limit, named as such.
+		withTest(healthy("-b 30M on 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic"),
+			model.TestConfig{Bitrate: 30 * mbit}, "sender-app-limited"),
+	}
+}
+
+// withTest gives a scenario its test settings, and a verdict to want
+// instead of health.
+func withTest(s Scenario, t model.TestConfig, want string) Scenario {
+	if t.Congestion == "" {
+		t.Congestion = s.Test.Congestion
+	}
+	s.Test = t
+	if want != "" {
+		s.Healthy, s.Want = false, want
+	}
+	if t.Reverse {
+		s.Dir = model.ServerToClient
+	}
+	return s
+}
+
+// impaired is a scenario of tuned hosts on a path of rate and rtt, with
+// its A→B direction changed by f, hosts by ha and hb, wanting want.
+func impaired(name string, rate model.Bitrate, rtt time.Duration, cc string, want string, f func(ab *emulator.Direction)) Scenario {
+	s := healthy(name, rate, rtt, cc)
+	s.Healthy, s.Want = false, want
+	if f != nil {
+		f(&s.AtoB)
+	}
+	return s
+}
+
+// reversed moves a scenario's A→B impairment to B→A and tests -R, so the
+// cause sits in the server→client direction and at the other end.
+func reversed(s Scenario) Scenario {
+	s.Name += ", reversed (-R)"
+	s.AtoB, s.BtoA = s.BtoA, s.AtoB
+	s.A, s.B = s.B, s.A
+	s.Test.Reverse = true
+	s.Dir = model.ServerToClient
+	return s
+}
+
+// Impairments is the hit-rate suite: variations of every cause in
+// docs/DIAGNOSES.md.
+func Impairments() []Scenario {
+	small := func(max model.Bytes) lab.BufferSizes {
+		return lab.BufferSizes{Min: 4096, Default: min(65536, max), Max: max}
+	}
+	withHost := func(s Scenario, a, b func(h *lab.HostConfig)) Scenario {
+		if a != nil {
+			a(&s.A)
+		}
+		if b != nil {
+			b(&s.B)
+		}
+		return s
+	}
+	rwnd := func(name string, rate model.Bitrate, rtt time.Duration, cc string, buf model.Bytes) Scenario {
+		return withHost(impaired(name, rate, rtt, cc, "rwnd-limited", nil), nil, func(h *lab.HostConfig) { h.Rmem = small(buf) })
+	}
+	sndbuf := func(name string, rate model.Bitrate, rtt time.Duration, buf model.Bytes) Scenario {
+		return withHost(impaired(name, rate, rtt, "cubic", "sndbuf-limited", nil), func(h *lab.HostConfig) {
+			h.Wmem = lab.BufferSizes{Min: 4096, Default: min(16384, buf), Max: buf}
+		}, nil)
+	}
+	loss := func(name string, rate model.Bitrate, rtt time.Duration, cc string, p float64, want string) Scenario {
+		return impaired(name, rate, rtt, cc, want, func(ab *emulator.Direction) { ab.Loss = p })
+	}
+	deepQueue := func(name string, rate model.Bitrate, rtt, q time.Duration) Scenario {
+		return impaired(name, rate, rtt, "cubic", "bufferbloat", func(ab *emulator.Direction) { ab.Queue = emulator.Queue{Time: q} })
+	}
+	off := func(name string, want string, set func(h *lab.HostConfig)) Scenario {
+		return withHost(impaired(name, 50*mbit, 10*ms, "cubic", want, nil), set, set)
+	}
+	wscale := func(name string, rate model.Bitrate, rtt time.Duration) Scenario {
+		s := withHost(impaired(name, rate, rtt, "cubic", "wscale-off", nil), nil, func(h *lab.HostConfig) { h.WindowScaling = lab.Off })
+		s.Also = []string{"rwnd-limited"}
+		return s
+	}
+	out := []Scenario{
+		rwnd("128 KiB receive buffer, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "cubic", 128*model.KiB),
+		rwnd("1 MiB receive buffer, 1 Gbit/s, 21 ms", 1000*mbit, 21*ms, "bbr", model.MiB),
+		rwnd("160 KiB receive buffer, 100 Mbit/s, 60 ms, reno", 100*mbit, 60*ms, "reno", 160*model.KiB),
+		reversed(rwnd("128 KiB receive buffer, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "cubic", 128*model.KiB)),
+		wscale("window scaling off, 100 Mbit/s, 20 ms", 100*mbit, 20*ms),
+		wscale("window scaling off, 50 Mbit/s, 60 ms", 50*mbit, 60*ms),
+		sndbuf("64 KiB send buffer, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, 64*model.KiB),
+		sndbuf("128 KiB send buffer, 100 Mbit/s, 50 ms", 100*mbit, 50*ms, 128*model.KiB),
+		reversed(sndbuf("64 KiB send buffer, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, 64*model.KiB)),
+		loss("0.3% loss, 100 Mbit/s, 60 ms, reno", 100*mbit, 60*ms, "reno", 0.003, "loss-limited"),
+		loss("0.1% loss, 100 Mbit/s, 100 ms, cubic", 100*mbit, 100*ms, "cubic", 0.001, "loss-limited"),
+		loss("1% loss, 50 Mbit/s, 20 ms, cubic", 50*mbit, 20*ms, "cubic", 0.01, "loss-limited"),
+		reversed(loss("0.3% loss, 100 Mbit/s, 60 ms, reno", 100*mbit, 60*ms, "reno", 0.003, "loss-limited")),
+		loss("0.3% loss under bbr, 100 Mbit/s, 40 ms", 100*mbit, 40*ms, "bbr", 0.003, "lossy-path"),
+		deepQueue("2 s queue, 8 Mbit/s, 20 ms", 8*mbit, 20*ms, 2*time.Second),
+		deepQueue("400 ms queue, 20 Mbit/s, 10 ms", 20*mbit, 10*ms, 400*ms),
+		off("SACK off", "sack-off", func(h *lab.HostConfig) { h.SACK = lab.Off }),
+		off("timestamps off", "timestamps-off", func(h *lab.HostConfig) { h.Timestamps = lab.Off }),
+		withHost(impaired("536-byte MSS clamp, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "small-mss", nil), nil,
+			func(h *lab.HostConfig) { h.MSS = 536 }),
+		impaired("1% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Direction) { ab.Reorder = 0.01 }),
+		impaired("5% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Direction) { ab.Reorder = 0.05 }),
+		withTest(impaired("reader at 20 Mbit/s, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "cubic", "", nil),
+			model.TestConfig{ReadRate: 20 * mbit}, "slow-reader"),
+		func() Scenario {
+			// A reader that all but stops: the window closes (zero-window
+			// beside the verdict), and the reader is the cause.
+			s := withTest(impaired("stopped reader, 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic", "", nil),
+				model.TestConfig{ReadRate: 200 * model.KbitPerSecond}, "slow-reader")
+			s.Also = []string{"zero-window"}
+			return s
+		}(),
+		impaired("MTU 1400 black hole, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "pmtu-blackhole",
+			func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1400, true }),
+		func() Scenario {
+			s := impaired("jumbo hosts behind a 1500-byte black hole, 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic", "pmtu-blackhole",
+				func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1500, true })
+			s.MTU = 9000
+			return s
+		}(),
+		withTest(impaired("pacing at 10 Mbit/s, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "cubic", "", nil),
+			model.TestConfig{FQRate: 10 * mbit}, "pacing-limited"),
+		withTest(impaired("-b 20M, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "bbr", "", nil),
+			model.TestConfig{Bitrate: 20 * mbit}, "sender-app-limited"),
+		func() Scenario {
+			// Bursts of 40 packets on average, all lost: longer than reno's
+			// window, so only a timeout recovers.
+			s := impaired("bursts of loss, 50 Mbit/s, 40 ms, reno", 50*mbit, 40*ms, "reno", "rto-stalls",
+				func(ab *emulator.Direction) {
+					ab.GE = &emulator.GilbertElliott{P: 0.005, R: 0.025, LossBad: 1}
+				})
+			s.Seed = 11
+			s.Also = []string{"loss-limited"}
+			return s
+		}(),
+	}
+	return out
+}
