@@ -65,6 +65,7 @@ type end struct {
 	peerCloses bool
 
 	t0        time.Time
+	cpu       *model.CPUUse // the process's CPU use over run
 	stopOnce  sync.Once
 	stopped   chan struct{}
 	intervals []model.Interval
@@ -152,6 +153,16 @@ func (e *end) abort() {
 // every stream has finished. ctx cancellation aborts.
 func (e *end) run(ctx context.Context) error {
 	e.t0 = time.Now()
+	cpu0, cpuOK := readCPUClock()
+	if cpuOK {
+		// The whole process's: a server running several tests at once
+		// counts them all, as one iperf3 process runs one.
+		defer func() {
+			if cpu1, ok := readCPUClock(); ok {
+				e.cpu = cpuUse(cpu0, cpu1)
+			}
+		}()
+	}
 	for i, s := range e.streams {
 		if s.udp != nil {
 			continue // no kernel samples for datagrams
@@ -635,6 +646,7 @@ func (e *end) report(version string) model.EndReport {
 		Kernel:    tcpinfo.KernelRelease(),
 		Intervals: e.intervals,
 		Totals:    e.totals(),
+		CPU:       e.cpu,
 	}
 }
 

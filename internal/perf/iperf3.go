@@ -237,6 +237,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	defer stopWatch()
 	k := &i3Conn{c: cc}
 	cookie := i3Cookie()
+	run.Cookie = string(cookie[:i3CookieLen-1])
 	if _, err := cc.Write(cookie); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send cookie", Err: err}
 	}
@@ -392,7 +393,17 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 			case s := <-states:
 				switch s {
 				case i3ExchangeResults:
-					if err := k.sendJSON(i3ResultsOf(run.Client.Totals)); err != nil {
+					ours := i3ResultsOf(run.Client.Totals)
+					if ours.CongestionUsed == "" && !cfg.IsUDP() && len(run.Streams) > 0 && run.Streams[0].Client != nil {
+						// iperf3 reports its sockets' algorithm whatever
+						// their role; a receiving client has no sender's
+						// final sample to take it from.
+						ours.CongestionUsed = run.Streams[0].Client.Congestion
+					}
+					if u := run.Client.CPU; u != nil {
+						ours.CPUTotal, ours.CPUUser, ours.CPUSystem = u.Total, u.User, u.System
+					}
+					if err := k.sendJSON(ours); err != nil {
 						return err
 					}
 					return k.recvJSON(&server, maxI3Results, finishGrace)
@@ -411,6 +422,12 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 			_, _ = cc.Write([]byte{i3Done})
 		}
 		run.Remote.Totals = serverTotals(&server, run)
+		// iperf3 always reports its process's CPU use (cpu_util), and
+		// for TCP the congestion control its sockets used.
+		run.Remote.CPU = &model.CPUUse{Total: server.CPUTotal, User: server.CPUUser, System: server.CPUSystem}
+		if !cfg.IsUDP() {
+			run.Remote.Congestion = server.CongestionUsed
+		}
 		run.ServerOutput = server.ServerOutputText
 		if len(server.ServerOutputJSON) > 0 {
 			run.ServerOutput = string(server.ServerOutputJSON)

@@ -140,6 +140,27 @@ func TestIperf3Server(t *testing.T) {
 			if len(run.Client.Intervals) == 0 || len(run.Remote.Totals) == 0 {
 				t.Errorf("client intervals %d, server totals %d", len(run.Client.Intervals), len(run.Remote.Totals))
 			}
+			// What iperf3 reports of its own end is carried through: its
+			// CPU use and congestion control, as its -J document has them.
+			end, _ := doc["end"].(map[string]any)
+			cpu, _ := end["cpu_utilization_percent"].(map[string]any)
+			if run.Remote.CPU == nil || run.Client.CPU == nil {
+				t.Errorf("CPU use: client %+v, server %+v", run.Client.CPU, run.Remote.CPU)
+			} else if theirs, _ := cpu["host_total"].(float64); theirs <= 0 || !near(run.Remote.CPU.Total, theirs, 1e-9) {
+				t.Errorf("server CPU %v%%, its own -J says %v%%", run.Remote.CPU.Total, theirs)
+			}
+			cc, _ := end["receiver_tcp_congestion"].(string)
+			if tc.cfg.Reverse || tc.cfg.Bidir {
+				// iperf3 -s names its own sockets' algorithm as the
+				// sender's when it sends (in --bidir too).
+				cc, _ = end["sender_tcp_congestion"].(string)
+			}
+			if run.Remote.Congestion == "" || run.Remote.Congestion != cc {
+				t.Errorf("server congestion control %q, its own -J says %q", run.Remote.Congestion, cc)
+			}
+			if len(run.Cookie) != 36 {
+				t.Errorf("cookie %q", run.Cookie)
+			}
 		})
 	}
 }
