@@ -30,6 +30,7 @@ type testFlags struct {
 	iperf3     bool
 	udp        bool
 	srvOutput  bool
+	blocks     model.Bytes // -k: a count of -l blocks
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -64,6 +65,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl := cmd.Flags()
 	fl.VarP(seconds{&f.cfg.Duration}, "time", "t", "test duration (default 10s)")
 	fl.VarP(size{&f.cfg.Bytes}, "bytes", "n", "send this many bytes per direction instead of a duration")
+	fl.VarP(size{&f.blocks}, "blockcount", "k", "send this many -l blocks per direction instead of a duration (K, M, G count in 1024s)")
 	fl.IntVarP(&f.cfg.Parallel, "parallel", "P", 1, "parallel streams (1-128)")
 	fl.BoolVarP(&f.cfg.Reverse, "reverse", "R", false, "the server sends")
 	fl.BoolVarP(&f.udp, "udp", "u", false, "a UDP test: datagrams at -b's rate (default 1 Mbit/s), loss and jitter at the receiver")
@@ -212,6 +214,19 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		if !cmd.Flags().Changed("bitrate") {
 			f.cfg.Bitrate = perf.DefaultUDPBitrate
 		}
+	}
+	if f.blocks > 0 {
+		if f.cfg.Bytes > 0 {
+			return nil, false, usagef("use -n or -k", "both a byte count and a block count given")
+		}
+		length := f.cfg.Length
+		if length == 0 {
+			length = perf.DefaultLength
+			if f.cfg.IsUDP() {
+				length = perf.DefaultUDPLength
+			}
+		}
+		f.cfg.Bytes = f.blocks * length
 	}
 	if err := perf.Normalize(&f.cfg); err != nil {
 		return nil, false, err
