@@ -343,8 +343,16 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		for {
 			s, err := k.state(0)
 			if err != nil {
+				e.finishReceivers()
 				ctlErr <- err
 				return
+			}
+			if s == i3ExchangeResults && cfg.IsUDP() {
+				// The server has stopped sending: as iperf3's client,
+				// UDP receivers count until now, no stream closing to
+				// tell them. What it sent before left before this
+				// message did; a round trip more lets stragglers land.
+				e.drainReceivers(max(controlRTT(cc), time.Millisecond))
 			}
 			states <- s
 			// The results follow EXCHANGE_RESULTS on this connection:
@@ -357,15 +365,12 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	var interrupted atomic.Bool
 	var endOnce sync.Once
 	endTest := func() { endOnce.Do(func() { _, _ = cc.Write([]byte{i3TestEnd}) }) }
-	// When the time is up: TEST_END. UDP receivers stop there too, as
-	// iperf3's do: no stream closes to tell them. A byte-count test ends
-	// when its senders have sent (below).
+	// When the time is up: TEST_END. UDP receivers read on until the
+	// server answers it (above). A byte-count test ends when its senders
+	// have sent (below).
 	timeUp := func() {
 		e.stop()
 		endTest()
-		if cfg.IsUDP() {
-			e.finishReceivers()
-		}
 	}
 	timer := time.AfterFunc(time.Hour, timeUp)
 	timer.Stop()
@@ -624,4 +629,18 @@ func uncounted(run *model.Run) string {
 	}
 	return fmt.Sprintf("the iperf3 server counted %s of the %s sent: it stops reading when the test ends, and what its application had not yet read by then goes uncounted (iperf3's protocol; tcpscope ends the test only once every byte is acknowledged); the headline is what it counted",
 		counted.Decimal(), sent.Decimal())
+}
+
+// controlRTT is the smoothed RTT of the control connection, 0 when it
+// cannot be read.
+func controlRTT(c net.Conn) time.Duration {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return 0
+	}
+	smp, err := tcpinfo.Read(tc)
+	if err != nil {
+		return 0
+	}
+	return smp.RTT
 }
