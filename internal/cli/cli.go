@@ -51,7 +51,7 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs tcpscope with args (without the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(ctx, stdout, stderr)
+	root := newRoot(ctx, args, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -61,13 +61,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
+	code, line := errorLine(err)
+	fmt.Fprintln(stderr, "tcpscope: "+line)
+	return code
+}
+
+// errorLine is an error's exit code and its one-line message with the
+// hint, as stderr shows it.
+func errorLine(err error) (int, string) {
 	code, hint := classify(err)
-	line := "tcpscope: " + oneLine(err.Error())
+	line := oneLine(err.Error())
 	if hint != "" {
 		line += " (try: " + hint + ")"
 	}
-	fmt.Fprintln(stderr, line)
-	return code
+	return code, line
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -108,7 +115,9 @@ func classify(err error) (int, string) {
 	return ExitFailure, hint
 }
 
-func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+// newRoot builds the command tree; args are the command line, for the
+// test command to see what output a line it cannot parse asked for.
+func newRoot(ctx context.Context, args []string, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tcpscope",
 		Short: "Measure, instrument and explain TCP transfers",
@@ -124,6 +133,6 @@ memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("tcpscope "+c.Name()+" --help", "%v", err)
 	})
-	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr))
+	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr))
 	return root
 }

@@ -217,3 +217,22 @@ func TestLabNeedsRoot(t *testing.T) {
 		t.Fatalf("not root: exit %d, %q", code, stderr)
 	}
 }
+
+// -k counts blocks of -l bytes, as iperf3's does.
+func TestBlockCount(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	code, out, stderr := run("test", addr, "-k", "40", "-l", "64K", "--json", "--no-diagnose")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r model.Run
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.Bytes != 40*64*model.KiB || r.Summary[0].SenderBytes.V != 40*64*model.KiB || r.Summary[0].ReceiverBytes.V != 40*64*model.KiB {
+		t.Errorf("-k 40 -l 64K: config %v B, summary %+v", r.Config.Bytes, r.Summary[0])
+	}
+	if code, _, stderr := run("test", addr, "-k", "40", "-n", "1M"); code != ExitUsage || !strings.Contains(stderr, "-n or -k") {
+		t.Errorf("-k with -n: exit %d, %q", code, stderr)
+	}
+}

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/report"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
 type testFlags struct {
@@ -26,9 +30,10 @@ type testFlags struct {
 	iperf3     bool
 	udp        bool
 	srvOutput  bool
+	blocks     model.Bytes // -k: a count of -l blocks
 }
 
-func newTestCmd(stdout, stderr io.Writer) *cobra.Command {
+func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
 	f := &testFlags{}
 	cmd := &cobra.Command{
 		Use:   "test HOST[:PORT]",
@@ -45,7 +50,11 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
   tcpscope test 192.0.2.7 -u -b 50M     UDP at 50 Mbit/s: loss and jitter`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("tcpscope test HOST[:PORT]", "test needs exactly one server address, got %d", len(args))
+				err := usagef("tcpscope test HOST[:PORT]", "test needs exactly one server address, got %d", len(args))
+				if f.format == iperf3JSONFormat {
+					writeIperf3Failure(stdout, request(f, ""), err)
+				}
+				return err
 			}
 			return nil
 		},
@@ -56,6 +65,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl := cmd.Flags()
 	fl.VarP(seconds{&f.cfg.Duration}, "time", "t", "test duration (default 10s)")
 	fl.VarP(size{&f.cfg.Bytes}, "bytes", "n", "send this many bytes per direction instead of a duration")
+	fl.VarP(size{&f.blocks}, "blockcount", "k", "send this many -l blocks per direction instead of a duration (K, M, G count in 1024s)")
 	fl.IntVarP(&f.cfg.Parallel, "parallel", "P", 1, "parallel streams (1-128)")
 	fl.BoolVarP(&f.cfg.Reverse, "reverse", "R", false, "the server sends")
 	fl.BoolVarP(&f.udp, "udp", "u", false, "a UDP test: datagrams at -b's rate (default 1 Mbit/s), loss and jitter at the receiver")
@@ -83,34 +93,121 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVar(&f.iperf3, "iperf3", false, "the server is a stock iperf3 (-s): speak its protocol")
 	fl.BoolVar(&f.srvOutput, "get-server-output", false, "ask a stock iperf3 server for its own output (a tcpscope server's view is always shown)")
 	fl.Var(rate{&f.target}, "target-rate", "the rate you expect of the path; the diagnosis sizes its fixes for it")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		uerr := usagef("tcpscope test --help", "%v", err)
+		// The line did not parse, so -f may not have been read yet:
+		// look for it in the raw arguments.
+		if formatArg(c, args) == iperf3JSONFormat {
+			writeIperf3Failure(stdout, request(f, ""), uerr)
+		}
+		return uerr
+	})
 	return cmd
 }
 
+// iperf3JSONFormat is the -f value that asks for iperf3's -J document.
+const iperf3JSONFormat = "iperf3-json"
+
+// request is what is known of a test before it runs: the start of
+// iperf3's -J document when it fails.
+func request(f *testFlags, addr string) *model.Run {
+	return &model.Run{Start: time.Now().UTC(), Server: addr, Config: f.cfg,
+		Client: model.EndReport{Side: model.ClientSide, Version: Version, Kernel: tcpinfo.KernelRelease()}}
+}
+
+// writeIperf3Failure prints iperf3's -J document of a failed test, whose
+// "error" scripts read (`jq .error`): the same line stderr shows. The
+// exit status stays the error's.
+func writeIperf3Failure(stdout io.Writer, run *model.Run, err error) {
+	msg := "interrupted before the test started"
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		_, msg = errorLine(err)
+	}
+	// stdout failing too leaves only the exit status and stderr to tell.
+	_ = report.WriteIperf3JSONError(stdout, run, msg)
+}
+
+// formatArg is the value of the last -f/--format in a command line c
+// could not parse, read as its flags would be: "-f X", "-fX", "--format X",
+// "--format=X", and -f at the end of combined short flags ("-Vf X").
+func formatArg(c *cobra.Command, args []string) string {
+	fs := c.Flags()
+	var out string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return out
+		case a == "--format" && i+1 < len(args):
+			out = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--format="):
+			out = strings.TrimPrefix(a, "--format=")
+		case len(a) > 1 && a[0] == '-' && a[1] != '-':
+			for j := 1; j < len(a); j++ {
+				fl := fs.ShorthandLookup(a[j : j+1])
+				if fl == nil || fl.NoOptDefVal != "" {
+					continue // a boolean, or not a flag: read on
+				}
+				value := a[j+1:]
+				if value == "" && i+1 < len(args) {
+					i++
+					value = args[i]
+				}
+				if fl.Name == "format" {
+					out = value
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
 func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) error {
-	iperf3JSON := f.format == "iperf3-json"
+	run, printed, err := testRun(cmd, f, target, stdout, stderr)
+	if err != nil && !printed && f.format == iperf3JSONFormat {
+		if run == nil {
+			addr, aerr := hostPort(target, f.port)
+			if aerr != nil {
+				addr = target
+			}
+			run = request(f, addr)
+		}
+		writeIperf3Failure(stdout, run, err)
+	}
+	return err
+}
+
+// testRun runs a test and prints it, except iperf3's -J document of a
+// failed test; that it leaves to runTest, with the run when there is one.
+// printed says the output, whatever its form, is out.
+func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) (run *model.Run, printed bool, err error) {
+	iperf3JSON := f.format == iperf3JSONFormat
 	rateFormat := f.format
 	if iperf3JSON {
 		rateFormat = "a"
 	}
 	format, err := model.ParseRateFormat(rateFormat)
 	if err != nil {
-		return usagef("-f a, m or g (or iperf3-json)", "%v", err)
+		return nil, false, usagef("-f a, m or g (or iperf3-json)", "%v", err)
 	}
 	if iperf3JSON && (f.json || f.jsonStream) {
-		return usagef("choose one", "--format iperf3-json with --json or --json-stream")
+		return nil, false, usagef("choose one", "--format iperf3-json with --json or --json-stream")
 	}
 	if f.json && f.jsonStream {
-		return usagef("choose one", "--json and --json-stream together")
+		return nil, false, usagef("choose one", "--json and --json-stream together")
 	}
 	if f.ipv4 && f.ipv6 {
-		return usagef("choose one", "-4 and -6 together")
+		return nil, false, usagef("choose one", "-4 and -6 together")
 	}
 	if f.cfg.Parallel < 1 || f.cfg.Parallel > perf.MaxParallel {
-		return usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
+		return nil, false, usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
 	}
 	addr, err := hostPort(target, f.port)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
 	if f.udp {
 		f.cfg.Protocol = model.UDP
@@ -118,8 +215,21 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 			f.cfg.Bitrate = perf.DefaultUDPBitrate
 		}
 	}
+	if f.blocks > 0 {
+		if f.cfg.Bytes > 0 {
+			return nil, false, usagef("use -n or -k", "both a byte count and a block count given")
+		}
+		length := f.cfg.Length
+		if length == 0 {
+			length = perf.DefaultLength
+			if f.cfg.IsUDP() {
+				length = perf.DefaultUDPLength
+			}
+		}
+		f.cfg.Bytes = f.blocks * length
+	}
 	if err := perf.Normalize(&f.cfg); err != nil {
-		return err
+		return nil, false, err
 	}
 	client := &perf.Client{Version: Version, Network: "tcp", ServerOutput: f.srvOutput}
 	if f.ipv4 {
@@ -131,7 +241,7 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	if f.bind != "" {
 		ip := net.ParseIP(f.bind)
 		if ip == nil {
-			return usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
+			return nil, false, usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
 		}
 		client.LocalAddr = &net.TCPAddr{IP: ip}
 	}
@@ -160,21 +270,28 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 			_ = stream.Fail("interrupted", "interrupted before the test started", "")
 		}
 		fmt.Fprintln(stderr, "tcpscope: interrupted before the test started")
-		return &exitError{code: ExitInterrupted}
+		return nil, false, &exitError{code: ExitInterrupted}
 	}
 	if run == nil {
 		if stream != nil {
 			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))
 		}
-		return runErr
+		return nil, false, runErr
 	}
 	if !f.noDiagnose {
 		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
 	}
+	interrupted := run.Ended == "interrupted" || ctx.Err() != nil
 	var werr error
 	switch {
 	case out != nil:
 		werr = out.End(run)
+	case iperf3JSON && runErr != nil:
+		// runTest prints it, with the error.
+	case iperf3JSON && interrupted:
+		// As iperf3 -J when interrupted: the results so far, and an
+		// error saying why they end early.
+		werr = report.WriteIperf3JSONError(stdout, run, "interrupted: the test stopped early; the results so far are complete")
 	case iperf3JSON:
 		werr = report.WriteIperf3JSON(stdout, run)
 	default:
@@ -184,13 +301,13 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		if stream != nil {
 			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))
 		}
-		return runErr
+		return run, !iperf3JSON, runErr
 	}
 	if werr != nil {
-		return werr
+		return run, true, werr
 	}
-	if run.Ended == "interrupted" || ctx.Err() != nil {
-		return &exitError{code: ExitInterrupted}
+	if interrupted {
+		return run, true, &exitError{code: ExitInterrupted}
 	}
-	return nil
+	return run, true, nil
 }

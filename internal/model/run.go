@@ -236,9 +236,25 @@ type EndReport struct {
 	// stock iperf3 peer reports only its application's byte counts (and
 	// a sender's retransmissions), so its intervals and its totals'
 	// kernel fields are absent, not zero.
-	NoKernelState bool          `json:"no_kernel_state,omitempty"`
-	Intervals     []Interval    `json:"intervals"`
-	Totals        []StreamTotal `json:"totals"`
+	NoKernelState bool `json:"no_kernel_state,omitempty"`
+	// Congestion is the congestion control the end says it used, for an
+	// end whose sockets were not read (a stock iperf3 peer's
+	// congestion_used); a tcpscope end reports it per socket instead.
+	Congestion string        `json:"congestion,omitempty"`
+	Intervals  []Interval    `json:"intervals"`
+	Totals     []StreamTotal `json:"totals"`
+	// CPU is the end's process CPU use over its test; nil when the end
+	// did not report it (a tcpscope server older than this field).
+	CPU *CPUUse `json:"cpu,omitempty"`
+}
+
+// CPUUse is a process's CPU time over a test as a share of the test's
+// wall-clock time, in percent of one CPU (so above 100 on several), as
+// iperf3 reports it: Total is User + System.
+type CPUUse struct {
+	Total  float64 `json:"total_percent"`
+	User   float64 `json:"user_percent"`
+	System float64 `json:"system_percent"`
 }
 
 // DirectionSummary is the headline of one direction: what the receiver
@@ -276,9 +292,12 @@ type DirectionSummary struct {
 
 // Run is one complete memory-to-memory test as both ends saw it.
 type Run struct {
-	Schema   string             `json:"schema"`
-	Start    time.Time          `json:"start"` // wall clock, for the record only
-	Server   string             `json:"server"`
+	Schema string    `json:"schema"`
+	Start  time.Time `json:"start"` // wall clock, for the record only
+	Server string    `json:"server"`
+	// Cookie names the test at the server: iperf3's 36 characters, or
+	// the native protocol's 16 bytes in hex.
+	Cookie   string             `json:"cookie,omitempty"`
 	Config   TestConfig         `json:"config"`
 	Streams  []StreamInfo       `json:"streams"`
 	Client   EndReport          `json:"client"`

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	defer conn.Close()
 	run.Remote.Version, run.Remote.Kernel = w.Version, w.Kernel
+	run.Cookie = hex.EncodeToString(w.Cookie)
 
 	open := c.openStreams
 	if cfg.IsUDP() {
@@ -300,6 +302,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	if done != nil {
 		run.Remote.Totals = done.Totals
 		run.Remote.Version, run.Remote.Kernel = done.Version, done.Kernel
+		run.Remote.CPU = done.CPU // nil from a server before it reported CPU use
 		_ = ctl.send(&message{Type: msgBye})
 	} else {
 		run.Warnings = append(run.Warnings, "the server's report is missing: its totals are absent and the summary shows the client's view only")

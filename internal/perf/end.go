@@ -64,7 +64,11 @@ type end struct {
 	// rather than tcpscope's half-close and confirmation.
 	peerCloses bool
 
-	t0        time.Time
+	t0  time.Time
+	cpu *model.CPUUse // the process's CPU use over run
+	// drainBy, once set, is when the receivers stop reading (Unix ns): a
+	// test ended on the control connection (iperf3's).
+	drainBy   atomic.Int64
 	stopOnce  sync.Once
 	stopped   chan struct{}
 	intervals []model.Interval
@@ -132,12 +136,39 @@ func (e *end) isStopped() bool {
 
 // finishReceivers ends the receiving streams' reads now, for a test ended
 // on the control connection (iperf3's TEST_END).
-func (e *end) finishReceivers() {
-	for _, s := range e.streams {
-		if s.role == model.Receiver {
-			_ = s.netConn().SetReadDeadline(time.Unix(1, 0))
+func (e *end) finishReceivers() { e.drainReceivers(0) }
+
+// drainReceivers ends the receiving streams' reads after d: what is
+// queued or arrives by then still counts. A reader moving its own
+// deadline keeps this one (drainDeadline).
+func (e *end) drainReceivers(d time.Duration) {
+	by := time.Unix(1, 0) // in the past: now
+	if d > 0 {
+		by = time.Now().Add(d)
+	}
+	for {
+		old := e.drainBy.Load()
+		if old != 0 && old <= by.UnixNano() {
+			by = time.Unix(0, old) // an earlier end stands
+			break
+		}
+		if e.drainBy.CompareAndSwap(old, by.UnixNano()) {
+			break
 		}
 	}
+	for _, s := range e.streams {
+		if s.role == model.Receiver {
+			_ = s.netConn().SetReadDeadline(by)
+		}
+	}
+}
+
+// drainDeadline is when drainReceivers ends the reads, if it was called.
+func (e *end) drainDeadline() (time.Time, bool) {
+	if by := e.drainBy.Load(); by != 0 {
+		return time.Unix(0, by), true
+	}
+	return time.Time{}, false
 }
 
 // abort breaks off every stream, readers included.
@@ -152,6 +183,16 @@ func (e *end) abort() {
 // every stream has finished. ctx cancellation aborts.
 func (e *end) run(ctx context.Context) error {
 	e.t0 = time.Now()
+	cpu0, cpuOK := readCPUClock()
+	if cpuOK {
+		// The whole process's: a server running several tests at once
+		// counts them all, as one iperf3 process runs one.
+		defer func() {
+			if cpu1, ok := readCPUClock(); ok {
+				e.cpu = cpuUse(cpu0, cpu1)
+			}
+		}()
+	}
 	for i, s := range e.streams {
 		if s.udp != nil {
 			continue // no kernel samples for datagrams
@@ -635,6 +676,7 @@ func (e *end) report(version string) model.EndReport {
 		Kernel:    tcpinfo.KernelRelease(),
 		Intervals: e.intervals,
 		Totals:    e.totals(),
+		CPU:       e.cpu,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
 // iperf3's control states (iperf_api.h), one signed byte each.
@@ -237,6 +238,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	defer stopWatch()
 	k := &i3Conn{c: cc}
 	cookie := i3Cookie()
+	run.Cookie = string(cookie[:i3CookieLen-1])
 	if _, err := cc.Write(cookie); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send cookie", Err: err}
 	}
@@ -341,8 +343,16 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		for {
 			s, err := k.state(0)
 			if err != nil {
+				e.finishReceivers()
 				ctlErr <- err
 				return
+			}
+			if s == i3ExchangeResults && cfg.IsUDP() {
+				// The server has stopped sending: as iperf3's client,
+				// UDP receivers count until now, no stream closing to
+				// tell them. What it sent before left before this
+				// message did; a round trip more lets stragglers land.
+				e.drainReceivers(max(controlRTT(cc), time.Millisecond))
 			}
 			states <- s
 			// The results follow EXCHANGE_RESULTS on this connection:
@@ -355,15 +365,12 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	var interrupted atomic.Bool
 	var endOnce sync.Once
 	endTest := func() { endOnce.Do(func() { _, _ = cc.Write([]byte{i3TestEnd}) }) }
-	// When the time is up: TEST_END. UDP receivers stop there too, as
-	// iperf3's do: no stream closes to tell them. A byte-count test ends
-	// when its senders have sent (below).
+	// When the time is up: TEST_END. UDP receivers read on until the
+	// server answers it (above). A byte-count test ends when its senders
+	// have sent (below).
 	timeUp := func() {
 		e.stop()
 		endTest()
-		if cfg.IsUDP() {
-			e.finishReceivers()
-		}
 	}
 	timer := time.AfterFunc(time.Hour, timeUp)
 	timer.Stop()
@@ -378,6 +385,13 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	runErr := e.run(context.Background())
 	timer.Stop()
 	interrupt()
+	if cfg.Bytes > 0 && !cfg.IsUDP() && runErr == nil && !interrupted.Load() {
+		// iperf3's server stops counting when TEST_END arrives: what is
+		// still queued here or in flight would go uncounted
+		// (esnet/iperf#382). Let the server's kernel have every byte
+		// first.
+		drainSenders(ctx, streams)
+	}
 	// The engine's own clock may end the streams a moment before the
 	// timer above fires (and is stopped): the server still needs to hear
 	// TEST_END, or it never asks for results.
@@ -392,7 +406,17 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 			case s := <-states:
 				switch s {
 				case i3ExchangeResults:
-					if err := k.sendJSON(i3ResultsOf(run.Client.Totals)); err != nil {
+					ours := i3ResultsOf(run.Client.Totals)
+					if ours.CongestionUsed == "" && !cfg.IsUDP() && len(run.Streams) > 0 && run.Streams[0].Client != nil {
+						// iperf3 reports its sockets' algorithm whatever
+						// their role; a receiving client has no sender's
+						// final sample to take it from.
+						ours.CongestionUsed = run.Streams[0].Client.Congestion
+					}
+					if u := run.Client.CPU; u != nil {
+						ours.CPUTotal, ours.CPUUser, ours.CPUSystem = u.Total, u.User, u.System
+					}
+					if err := k.sendJSON(ours); err != nil {
 						return err
 					}
 					return k.recvJSON(&server, maxI3Results, finishGrace)
@@ -411,6 +435,15 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 			_, _ = cc.Write([]byte{i3Done})
 		}
 		run.Remote.Totals = serverTotals(&server, run)
+		if w := uncounted(run); w != "" {
+			run.Warnings = append(run.Warnings, w)
+		}
+		// iperf3 always reports its process's CPU use (cpu_util), and
+		// for TCP the congestion control its sockets used.
+		run.Remote.CPU = &model.CPUUse{Total: server.CPUTotal, User: server.CPUUser, System: server.CPUSystem}
+		if !cfg.IsUDP() {
+			run.Remote.Congestion = server.CongestionUsed
+		}
 		run.ServerOutput = server.ServerOutputText
 		if len(server.ServerOutputJSON) > 0 {
 			run.ServerOutput = string(server.ServerOutputJSON)
@@ -536,4 +569,78 @@ func ownTotal(run *model.Run, idx int) *model.StreamTotal {
 		}
 	}
 	return nil
+}
+
+// drainPoll is how often drainSenders looks at the send queues.
+const drainPoll = time.Millisecond
+
+// drainSenders waits until the peer has acknowledged every byte written
+// on the sending TCP streams (their SIOCOUTQ is empty), giving up on a
+// stream once nothing has been acknowledged for stallLimit, or when ctx
+// ends.
+func drainSenders(ctx context.Context, streams []*stream) {
+	for _, s := range streams {
+		if s.role != model.Sender || s.conn == nil {
+			continue
+		}
+		last, since := int64(-1), time.Now()
+		for {
+			smp, err := tcpinfo.Read(s.conn)
+			q, ok := smp.SendQ.Get()
+			if err != nil || !ok || q == 0 {
+				break
+			}
+			if a := int64(smp.BytesAcked.V); a != last {
+				last, since = a, time.Now()
+			} else if time.Since(since) >= stallLimit {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(drainPoll):
+			}
+		}
+	}
+}
+
+// uncounted says when a stock iperf3 server counted fewer bytes of a
+// byte-count TCP test than were sent. It stops reading at TEST_END, and
+// what its application had not read by then is never counted, even when
+// its kernel has it all (esnet/iperf#382): nothing in TCP tells the
+// sender how far the server's application has read.
+func uncounted(run *model.Run) string {
+	if run.Config.Bytes == 0 || run.Config.IsUDP() {
+		return ""
+	}
+	var sent, counted model.Bytes
+	for _, t := range run.Client.Totals {
+		if t.Role == model.Sender {
+			sent += t.Bytes
+		}
+	}
+	for _, t := range run.Remote.Totals {
+		if t.Role == model.Receiver {
+			counted += t.Bytes
+		}
+	}
+	if counted >= sent {
+		return ""
+	}
+	return fmt.Sprintf("the iperf3 server counted %s of the %s sent: it stops reading when the test ends, and what its application had not yet read by then goes uncounted (iperf3's protocol; tcpscope ends the test only once every byte is acknowledged); the headline is what it counted",
+		counted.Decimal(), sent.Decimal())
+}
+
+// controlRTT is the smoothed RTT of the control connection, 0 when it
+// cannot be read.
+func controlRTT(c net.Conn) time.Duration {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return 0
+	}
+	smp, err := tcpinfo.Read(tc)
+	if err != nil {
+		return 0
+	}
+	return smp.RTT
 }

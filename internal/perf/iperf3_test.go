@@ -3,17 +3,21 @@ package perf_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
 // iperf3Bin is the stock iperf3 the tests run: $TCPSCOPE_IPERF3 when set
@@ -139,6 +143,27 @@ func TestIperf3Server(t *testing.T) {
 			}
 			if len(run.Client.Intervals) == 0 || len(run.Remote.Totals) == 0 {
 				t.Errorf("client intervals %d, server totals %d", len(run.Client.Intervals), len(run.Remote.Totals))
+			}
+			// What iperf3 reports of its own end is carried through: its
+			// CPU use and congestion control, as its -J document has them.
+			end, _ := doc["end"].(map[string]any)
+			cpu, _ := end["cpu_utilization_percent"].(map[string]any)
+			if run.Remote.CPU == nil || run.Client.CPU == nil {
+				t.Errorf("CPU use: client %+v, server %+v", run.Client.CPU, run.Remote.CPU)
+			} else if theirs, _ := cpu["host_total"].(float64); theirs <= 0 || !near(run.Remote.CPU.Total, theirs, 1e-9) {
+				t.Errorf("server CPU %v%%, its own -J says %v%%", run.Remote.CPU.Total, theirs)
+			}
+			cc, _ := end["receiver_tcp_congestion"].(string)
+			if tc.cfg.Reverse || tc.cfg.Bidir {
+				// iperf3 -s names its own sockets' algorithm as the
+				// sender's when it sends (in --bidir too).
+				cc, _ = end["sender_tcp_congestion"].(string)
+			}
+			if run.Remote.Congestion == "" || run.Remote.Congestion != cc {
+				t.Errorf("server congestion control %q, its own -J says %q", run.Remote.Congestion, cc)
+			}
+			if len(run.Cookie) != 36 {
+				t.Errorf("cookie %q", run.Cookie)
 			}
 		})
 	}
@@ -298,4 +323,237 @@ func waitListen(t *testing.T, port int) {
 		}
 	}
 	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
+}
+
+// sumOf reads one of the sums of an iperf3 -J document.
+func sumOf(doc map[string]any, key string) map[string]any {
+	end, _ := doc["end"].(map[string]any)
+	s, _ := end[key].(map[string]any)
+	return s
+}
+
+func numAt(m map[string]any, key string) (float64, bool) {
+	v, ok := m[key].(float64)
+	return v, ok
+}
+
+// Our account of a test against a stock iperf3 server agrees with the
+// server's own -J document: bytes exactly where both count the same
+// thing, rates within 2% where the two clocks differ (the server's runs
+// from its start to our TEST_END, ours from the first byte to the last).
+func TestIperf3Agreement(t *testing.T) {
+	udp := func(c model.TestConfig) model.TestConfig {
+		c.Protocol, c.Length = model.UDP, 1400
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  model.TestConfig
+	}{
+		{"time", model.TestConfig{Duration: time.Second}},
+		{"parallel", model.TestConfig{Duration: time.Second, Parallel: 4}},
+		{"reverse", model.TestConfig{Duration: time.Second, Reverse: true, Parallel: 2}},
+		{"bidir", model.TestConfig{Duration: time.Second, Bidir: true}},
+		{"bytes", model.TestConfig{Bytes: 512 * model.MiB}},
+		{"bytes-parallel", model.TestConfig{Bytes: model.GiB, Parallel: 4}},
+		{"blocks", model.TestConfig{Bytes: 300 * 128 * model.KiB, Length: 128 * model.KiB}},
+		{"udp", udp(model.TestConfig{Duration: time.Second, Bitrate: 50 * model.MbitPerSecond})},
+		{"udp-reverse", udp(model.TestConfig{Duration: time.Second, Bitrate: 50 * model.MbitPerSecond, Reverse: true, Parallel: 2})},
+		{"udp-bidir", udp(model.TestConfig{Duration: time.Second, Bitrate: 20 * model.MbitPerSecond, Bidir: true})},
+		{"udp-bytes", udp(model.TestConfig{Bytes: 3000 * 1400, Bitrate: 50 * model.MbitPerSecond})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, wait := iperf3Server(t)
+			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := wait()
+			if run.Ended != "complete" {
+				t.Fatalf("ended %q", run.Ended)
+			}
+			for _, d := range run.Summary {
+				// The server's own sums of this direction: what it
+				// received (client→server) or sent (server→client).
+				key := "sum_received"
+				if d.Direction == model.ServerToClient {
+					key = "sum_sent"
+				}
+				if run.Config.Bidir && d.Direction == model.ServerToClient {
+					key = "sum_sent_bidir_reverse"
+				}
+				theirs := sumOf(doc, key)
+				if theirs == nil && run.Config.IsUDP() && !run.Config.Bidir {
+					theirs = sumOf(doc, "sum")
+				}
+				b, _ := numAt(theirs, "bytes")
+				bps, _ := numAt(theirs, "bits_per_second")
+				t.Logf("%s: ours sent %v, received %v at %v; iperf3 -s %s %.0f B at %.0f bit/s", d.Direction,
+					d.SenderBytes, d.ReceiverBytes, d.Goodput, key, b, bps)
+				if d.Direction == model.ClientToServer {
+					// The headline is the server's count, exactly.
+					if float64(d.ReceiverBytes.V) != b || !d.ReceiverBytes.OK {
+						t.Errorf("%s: we report %v received, iperf3 says %.0f", d.Direction, d.ReceiverBytes, b)
+					}
+					if n := run.Config.Bytes; n > 0 && d.SenderBytes.V != n {
+						t.Errorf("%s: -n %d: we sent %v", d.Direction, n, d.SenderBytes)
+					}
+					// iperf3 stops reading at TEST_END, which tcpscope
+					// sends once every byte is acknowledged; what the
+					// server's application had not read by then goes
+					// uncounted, and the run says so.
+					warned := strings.Contains(strings.Join(run.Warnings, "\n"), "iperf3 server counted")
+					if short := run.Config.Bytes > 0 && !run.Config.IsUDP() && d.ReceiverBytes.V < d.SenderBytes.V; short != warned {
+						t.Errorf("%s: sent %v, the server counted %v; warnings %q", d.Direction, d.SenderBytes, d.ReceiverBytes, run.Warnings)
+					}
+				} else {
+					// What iperf3 sent is what we report it sent, and
+					// what we read of it (all of it: we read to its close).
+					if float64(d.SenderBytes.V) != b {
+						t.Errorf("%s: we report %v sent, iperf3 says %.0f", d.Direction, d.SenderBytes, b)
+					}
+					if !run.Config.IsUDP() && float64(d.ReceiverBytes.V) != b {
+						t.Errorf("%s: we read %v of the %.0f B iperf3 sent", d.Direction, d.ReceiverBytes, b)
+					}
+				}
+				if u := d.UDP; u != nil {
+					packets, _ := numAt(theirs, "packets")
+					if d.Direction == model.ClientToServer {
+						lost, _ := numAt(theirs, "lost_packets")
+						if float64(u.Packets) != packets || float64(u.Lost) != lost {
+							t.Errorf("%s: datagrams %d (%d lost), iperf3 says %.0f (%.0f lost)", d.Direction, u.Packets, u.Lost, packets, lost)
+						}
+					} else if drops, ok := u.SocketDrops.Get(); ok && drops == 0 && (float64(u.Packets) != packets || d.ReceiverBytes != d.SenderBytes) {
+						// Ours is the highest sequence number seen, and
+						// on loopback nothing but our socket buffer drops
+						// datagrams: we read until the server answered
+						// TEST_END, so all it sent is counted.
+						t.Errorf("%s: iperf3 sent %.0f datagrams (%v), we expected %d and received %v", d.Direction, packets, d.SenderBytes, u.Packets, d.ReceiverBytes)
+					}
+				}
+				if !near(float64(d.Goodput.V), bps, 0.02) {
+					t.Errorf("%s: goodput %v, iperf3 -s %s says %.0f bit/s: over 2%% apart", d.Direction, d.Goodput, key, bps)
+				}
+			}
+		})
+	}
+}
+
+// slowIperf3 is an iperf3 server for one TCP test whose application
+// reads its streams slowly, as a busy iperf3 does, and stops reading at
+// TEST_END as iperf3 does. It sends on the channel what had reached its
+// kernel (read, or queued unread) when TEST_END came.
+func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := make(chan model.Bytes, 1)
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		fail := func(format string, args ...any) { t.Errorf("slow iperf3: "+format, args...) }
+		ctl, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer ctl.Close()
+		readMsg := func() []byte {
+			var n [4]byte
+			if _, err := io.ReadFull(ctl, n[:]); err != nil {
+				return nil
+			}
+			b := make([]byte, binary.BigEndian.Uint32(n[:]))
+			io.ReadFull(ctl, b)
+			return b
+		}
+		cookie := make([]byte, 37)
+		io.ReadFull(ctl, cookie)
+		ctl.Write([]byte{9}) // PARAM_EXCHANGE
+		var p struct {
+			Parallel int `json:"parallel"`
+		}
+		json.Unmarshal(readMsg(), &p)
+		ctl.Write([]byte{10}) // CREATE_STREAMS
+		var streams []*net.TCPConn
+		for range p.Parallel {
+			c, err := ln.Accept()
+			if err != nil {
+				fail("accept: %v", err)
+				return
+			}
+			defer c.Close()
+			io.ReadFull(c, cookie)
+			streams = append(streams, c.(*net.TCPConn))
+		}
+		ctl.Write([]byte{1, 2}) // TEST_START, TEST_RUNNING
+		stop := make(chan struct{})
+		read := make([]int64, len(streams))
+		var wg sync.WaitGroup
+		for i, c := range streams {
+			wg.Go(func() {
+				buf := make([]byte, 64<<10)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(2 * time.Millisecond):
+					}
+					n, err := c.Read(buf)
+					read[i] += int64(n)
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+		var state [1]byte
+		if _, err := io.ReadFull(ctl, state[:]); err != nil || state[0] != 4 {
+			fail("expected TEST_END, got %v %v", state[0], err)
+			return
+		}
+		close(stop)
+		wg.Wait()
+		var total model.Bytes
+		for i, c := range streams {
+			smp, err := tcpinfo.Read(c)
+			if err != nil || !smp.RecvQ.OK {
+				fail("read the receive queue: %v", err)
+				return
+			}
+			total += model.Bytes(read[i]) + smp.RecvQ.V
+		}
+		arrived <- total
+		ctl.Write([]byte{13}) // EXCHANGE_RESULTS
+		readMsg()
+		res := fmt.Sprintf(`{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":%d,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}`, read[0])
+		ctl.Write(binary.BigEndian.AppendUint32(nil, uint32(len(res))))
+		ctl.Write([]byte(res))
+		ctl.Write([]byte{14}) // DISPLAY_RESULTS
+		io.ReadFull(ctl, state[:])
+	}()
+	return ln.Addr().String(), arrived
+}
+
+// A byte-count test ends (TEST_END) only once the server's kernel has
+// every byte: iperf3 stops counting at TEST_END, so bytes still queued at
+// the client then would never count.
+func TestIperf3BytesArriveBeforeTestEnd(t *testing.T) {
+	addr, arrived := slowIperf3(t)
+	const n = 8 * model.MiB
+	run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, model.TestConfig{Bytes: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-arrived; got != n {
+		t.Errorf("when TEST_END came the server's kernel had %d of the %d bytes sent", got, n)
+	}
+	// It reads slowly and stops at TEST_END: when its count falls short
+	// of what was sent, the run says so.
+	warned := strings.Contains(strings.Join(run.Warnings, "\n"), "iperf3 server counted")
+	if short := run.Summary[0].ReceiverBytes.V < n; short != warned {
+		t.Errorf("the server counted %v of %d B; warnings %q", run.Summary[0].ReceiverBytes, n, run.Warnings)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -121,6 +122,16 @@ func checkRun(t *testing.T, run *model.Run) {
 				t.Fatalf("%s stream %d: intervals sum to %d B, total %d B", e.Side, s.ID, sum, e.Totals[s.ID].AllBytes)
 			}
 		}
+	}
+	// Each end reports its process's CPU use, the server in its done
+	// report (what -f iperf3-json prints as host_* and remote_*).
+	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+		if u := e.CPU; u == nil || u.User < 0 || u.System < 0 || math.Abs(u.Total-u.User-u.System) > 1e-9 {
+			t.Fatalf("%s CPU use %+v", e.Side, e.CPU)
+		}
+	}
+	if len(run.Cookie) != 2*cookieLen {
+		t.Fatalf("cookie %q", run.Cookie)
 	}
 	for _, d := range run.Summary {
 		// With an omitted start each end cuts at its own moment.

@@ -274,6 +274,9 @@ func (e *end) receiveUDP(s *stream) error {
 		if e.peerCloses {
 			next = hard // iperf3 ends the test on the control connection
 		}
+		if by, ok := e.drainDeadline(); ok {
+			next = by // it was ended: keep that end
+		}
 		_ = f.conn.SetReadDeadline(next)
 	}
 	setDeadline(time.Now())

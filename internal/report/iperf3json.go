@@ -15,14 +15,31 @@ import (
 // client's view), so pipelines that parse iperf3 (perfSONAR and friends)
 // take tcpscope's results unchanged: start, intervals from this end's
 // samples, and end with both ends' totals, sum_sent from the senders'
-// counters and clock, sum_received from the receivers'. Fields iperf3
-// fills from its own process (CPU use) are zero; "version" says what
-// wrote it.
+// counters and clock, sum_received from the receivers'. A figure neither
+// end measured is left out where iperf3 would write a 0 (docs/JSON.md
+// lists them); "version" says what wrote it.
 func WriteIperf3JSON(w io.Writer, run *model.Run) error {
+	return writeIperf3JSON(w, run, "")
+}
+
+// WriteIperf3JSONError writes the document of a test that failed, as
+// iperf3 -J does: what is known of start, the intervals so far and an
+// "error" saying why, so that `jq .error` finds it. run may hold only the
+// request (server, config, start time, this end's version and kernel)
+// when the test never began.
+func WriteIperf3JSONError(w io.Writer, run *model.Run, msg string) error {
+	return writeIperf3JSON(w, run, msg)
+}
+
+func writeIperf3JSON(w io.Writer, run *model.Run, errMsg string) error {
 	doc := map[string]any{
 		"start":     i3Start(run),
 		"intervals": i3Intervals(run),
-		"end":       i3End(run),
+		"end":       map[string]any{},
+	}
+	if len(run.Streams) > 0 {
+		// iperf3's failed documents have an empty end until streams ran.
+		doc["end"] = i3End(run)
 	}
 	if run.ServerOutput != "" {
 		if json.Valid([]byte(run.ServerOutput)) {
@@ -30,6 +47,9 @@ func WriteIperf3JSON(w io.Writer, run *model.Run) error {
 		} else {
 			doc["server_output_text"] = run.ServerOutput
 		}
+	}
+	if errMsg != "" {
+		doc["error"] = errMsg
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "\t")
@@ -40,10 +60,14 @@ func WriteIperf3JSON(w io.Writer, run *model.Run) error {
 // stream is usually descriptor 5.
 func i3Socket(stream int) int { return 5 + stream }
 
+// i3Time is iperf3's timestamp format (strftime's "%a, %d %b %Y %H:%M:%S
+// %Z" of gmtime, which names the zone GMT).
+const i3Time = "Mon, 02 Jan 2006 15:04:05 GMT"
+
 func i3Start(run *model.Run) map[string]any {
 	host, port, _ := net.SplitHostPort(run.Server)
 	p, _ := strconv.Atoi(port)
-	var connected []map[string]any
+	connected := []map[string]any{}
 	for _, s := range run.Streams {
 		lh, lp, _ := net.SplitHostPort(s.ClientAddr)
 		rh, rp, _ := net.SplitHostPort(s.ServerAddr)
@@ -60,22 +84,36 @@ func i3Start(run *model.Run) map[string]any {
 		reverse = 1
 	}
 	start := map[string]any{
-		"connected":     connected,
-		"version":       "tcpscope " + run.Client.Version + " (iperf3 -J shape)",
-		"system_info":   run.Client.Kernel,
-		"timestamp":     map[string]any{"time": run.Start.UTC().Format(time.RFC1123), "timesecs": run.Start.Unix()},
-		"connecting_to": map[string]any{"host": host, "port": p},
-		"sock_bufsize":  int64(c.Window),
-		"test_start": map[string]any{"protocol": strings.ToUpper(c.Protocol), "num_streams": c.Parallel, "blksize": int64(c.Length),
+		"connected": connected,
+		"version":   "tcpscope " + run.Client.Version + " (iperf3 -J shape)",
+		"timestamp": map[string]any{"time": run.Start.UTC().Format(i3Time), "timesecs": run.Start.Unix()},
+	}
+	if run.Server != "" {
+		start["connecting_to"] = map[string]any{"host": host, "port": p}
+	}
+	if c.Protocol != "" {
+		// A request that failed before its defaults were filled in
+		// (a bad flag) has no test to describe.
+		start["target_bitrate"], start["sock_bufsize"] = int64(c.Bitrate), int64(c.Window)
+		start["test_start"] = map[string]any{"protocol": strings.ToUpper(c.Protocol), "num_streams": c.Parallel, "blksize": int64(c.Length),
 			"omit": int(c.Omit / time.Second), "duration": int(c.Duration / time.Second), "bytes": int64(c.Bytes), "blocks": 0,
 			"reverse": reverse, "tos": 0, "target_bitrate": int64(c.Bitrate), "bidir": bidir, "fqrate": int64(c.FQRate),
-			"interval": c.Interval.Seconds()},
+			"interval": c.Interval.Seconds()}
 	}
-	if len(run.Streams) > 0 {
-		start["sndbuf_actual"] = int64(run.Streams[0].Client.SndBuf)
-		start["rcvbuf_actual"] = int64(run.Streams[0].Client.RcvBuf)
-		if mss := run.Streams[0].Client.MSS; mss > 0 {
-			start["tcp_mss_default"] = mss
+	if run.Client.Kernel != "" {
+		// iperf3 prints uname's system, node, release, version and
+		// machine; tcpscope records the release of its Linux kernel.
+		start["system_info"] = "Linux " + run.Client.Kernel
+	}
+	if run.Cookie != "" {
+		start["cookie"] = run.Cookie
+	}
+	if len(run.Streams) > 0 && run.Streams[0].Client != nil {
+		s := run.Streams[0].Client
+		start["sndbuf_actual"] = int64(s.SndBuf)
+		start["rcvbuf_actual"] = int64(s.RcvBuf)
+		if s.MSS > 0 {
+			start["tcp_mss_default"] = s.MSS
 		}
 	}
 	return start
@@ -89,11 +127,8 @@ func i3Intervals(run *model.Run) []map[string]any {
 	for _, s := range run.Streams {
 		dirOf[s.ID] = s.Direction
 	}
-	first := model.ClientToServer
-	if run.Config.Reverse {
-		first = model.ServerToClient
-	}
-	var out []map[string]any
+	first := firstDirection(run)
+	out := []map[string]any{}
 	for _, iv := range run.Client.Intervals {
 		start, end := iv.Start.Seconds(), iv.End.Seconds()
 		secs := end - start
@@ -104,11 +139,13 @@ func i3Intervals(run *model.Run) []map[string]any {
 			s := map[string]any{"socket": i3Socket(si.Stream), "start": start, "end": end, "seconds": secs,
 				"bytes": int64(si.Bytes), "bits_per_second": float64(si.Rate), "omitted": iv.Omitted, "sender": sender}
 			if si.UDP != nil {
-				udpFields(s, si.UDP, sender)
+				udpFields(s, si.UDP, sender, true)
 			} else if sender {
 				s["retransmits"] = si.RetransSegs
 				s["snd_cwnd"] = int64(si.TCP.CwndBytes())
-				s["snd_wnd"] = int64(si.TCP.SndWnd.V)
+				if w, ok := si.TCP.SndWnd.Get(); ok {
+					s["snd_wnd"] = int64(w)
+				}
 				s["rtt"] = si.TCP.RTT.Microseconds()
 				s["rttvar"] = si.TCP.RTTVar.Microseconds()
 				s["pmtu"] = int64(si.TCP.PMTU)
@@ -143,7 +180,7 @@ func i3Intervals(run *model.Run) []map[string]any {
 		for d, sum := range sums {
 			if acc, ok := sum["udp"].(*model.Datagrams); ok {
 				delete(sum, "udp")
-				udpFields(sum, acc, sum["sender"].(bool))
+				udpFields(sum, acc, sum["sender"].(bool), true)
 			}
 			if d == first {
 				o["sum"] = sum
@@ -156,124 +193,172 @@ func i3Intervals(run *model.Run) []map[string]any {
 	return out
 }
 
-func i3End(run *model.Run) map[string]any {
-	totals := func(e *model.EndReport, id int) *model.StreamTotal {
-		for i := range e.Totals {
-			if e.Totals[i].Stream == id {
-				return &e.Totals[i]
-			}
-		}
-		return nil
+// firstDirection is the direction iperf3 sums as "sum": the client's
+// first streams' (the other, in --bidir, is "_bidir_reverse").
+func firstDirection(run *model.Run) model.Direction {
+	if run.Config.Reverse {
+		return model.ServerToClient
 	}
-	half := func(t *model.StreamTotal, id int) map[string]any {
-		h := map[string]any{"socket": i3Socket(id), "start": 0.0, "end": 0.0, "seconds": 0.0, "bytes": int64(0), "bits_per_second": 0.0}
-		if t == nil {
-			return h
+	return model.ClientToServer
+}
+
+// totalOf is end e's total of stream id, or nil when e did not report it.
+func totalOf(e *model.EndReport, id int) *model.StreamTotal {
+	for i := range e.Totals {
+		if e.Totals[i].Stream == id {
+			return &e.Totals[i]
 		}
-		h["end"], h["seconds"], h["bytes"], h["bits_per_second"] = t.Duration.Seconds(), t.Duration.Seconds(), int64(t.Bytes), float64(t.Rate)
-		if t.Role == model.Sender && t.UDP == nil {
-			// Only what the end measured: a stock iperf3 peer's kernel
-			// figures are absent, not zero.
-			if n, ok := t.RetransSegs.Get(); ok {
-				h["retransmits"] = n
+	}
+	return nil
+}
+
+// rttStats is iperf3's min_rtt and mean_rtt of a sender's stream: the
+// smallest and the mean smoothed RTT (tcpi_rtt) over the interval samples
+// of the end that sent it.
+func rttStats(e *model.EndReport, id int) (lo, mean time.Duration, ok bool) {
+	var sum time.Duration
+	n := 0
+	for _, iv := range e.Intervals {
+		for _, si := range iv.Streams {
+			if si.Stream != id || si.UDP != nil || si.TCP.KernelLen == 0 {
+				continue
 			}
-			if c, ok := t.MaxCwnd.Get(); ok {
-				h["max_snd_cwnd"] = int64(c)
+			if n == 0 || si.TCP.RTT < lo {
+				lo = si.TCP.RTT
 			}
-			if w, ok := t.MaxSndWnd.Get(); ok {
-				h["max_snd_wnd"] = int64(w)
-			}
-			if r, ok := t.MaxRTT.Get(); ok {
-				h["max_rtt"] = r.Microseconds()
-			}
-			if f := t.Final; f != nil {
-				if m, ok := f.MinRTT.Get(); ok {
-					h["min_rtt"] = m.Microseconds()
-				}
-				h["mean_rtt"] = f.RTT.Microseconds()
-			}
+			sum += si.TCP.RTT
+			n++
 		}
+	}
+	if n == 0 {
+		return 0, 0, false
+	}
+	return lo, sum / time.Duration(n), true
+}
+
+// half is one end's account of a stream in iperf3's end.streams: what
+// the end reported, nothing where it reported nothing.
+func half(e *model.EndReport, t *model.StreamTotal, id int) map[string]any {
+	h := map[string]any{"socket": i3Socket(id), "start": 0.0}
+	if t == nil {
 		return h
 	}
+	h["end"], h["seconds"], h["bytes"], h["bits_per_second"] = t.Duration.Seconds(), t.Duration.Seconds(), int64(t.Bytes), float64(t.Rate)
+	if t.Role != model.Sender || t.UDP != nil {
+		return h
+	}
+	// Only what the end measured: a stock iperf3 peer's kernel figures
+	// are absent, not zero.
+	if n, ok := t.RetransSegs.Get(); ok {
+		h["retransmits"] = n
+	}
+	if c, ok := t.MaxCwnd.Get(); ok {
+		h["max_snd_cwnd"] = int64(c)
+	}
+	if w, ok := t.MaxSndWnd.Get(); ok {
+		h["max_snd_wnd"] = int64(w)
+	}
+	if r, ok := t.MaxRTT.Get(); ok {
+		h["max_rtt"] = r.Microseconds()
+	}
+	if lo, mean, ok := rttStats(e, id); ok {
+		h["min_rtt"], h["mean_rtt"] = lo.Microseconds(), mean.Microseconds()
+	}
+	return h
+}
+
+// ends is the sending and receiving ends of a stream flowing in d.
+func ends(run *model.Run, d model.Direction) (snd, rcv *model.EndReport) {
+	if d == model.ServerToClient {
+		return &run.Remote, &run.Client
+	}
+	return &run.Client, &run.Remote
+}
+
+func i3End(run *model.Run) map[string]any {
 	var streams []map[string]any
-	udp := run.Config.IsUDP()
 	for _, s := range run.Streams {
-		cl, sv := totals(&run.Client, s.ID), totals(&run.Remote, s.ID)
-		snd, rcv := cl, sv
-		if s.Direction == model.ServerToClient {
-			snd, rcv = sv, cl
-		}
-		if udp {
-			// One entry per stream, as iperf3's: this host's bytes, the
-			// receiver's datagram account.
-			mine := snd
-			if s.Direction == model.ServerToClient {
-				mine = rcv
-			}
-			h := half(mine, s.ID)
-			h["sender"] = s.Direction == model.ClientToServer
-			if rcv != nil && rcv.UDP != nil {
-				udpFields(h, rcv.UDP, false)
-				h["out_of_order"] = rcv.UDP.OutOfOrder
-			}
-			streams = append(streams, map[string]any{"udp": h})
+		sndEnd, rcvEnd := ends(run, s.Direction)
+		snd, rcv := totalOf(sndEnd, s.ID), totalOf(rcvEnd, s.ID)
+		// "sender" says whether this host (the client) sends the stream.
+		mine := s.Direction == model.ClientToServer
+		if run.Config.IsUDP() {
+			streams = append(streams, map[string]any{"udp": udpStream(rcvEnd, snd, rcv, s.ID, mine)})
 			continue
 		}
-		sh, rh := half(snd, s.ID), half(rcv, s.ID)
-		// "sender" says whether the half is this host's (the client's).
-		sh["sender"] = s.Direction == model.ClientToServer
-		rh["sender"] = s.Direction == model.ClientToServer
+		sh, rh := half(sndEnd, snd, s.ID), half(rcvEnd, rcv, s.ID)
+		sh["sender"], rh["sender"] = mine, mine
 		streams = append(streams, map[string]any{"sender": sh, "receiver": rh})
 	}
-	end := map[string]any{"streams": streams,
-		"cpu_utilization_percent": map[string]any{"host_total": 0.0, "host_user": 0.0, "host_system": 0.0,
-			"remote_total": 0.0, "remote_user": 0.0, "remote_system": 0.0}}
-	first := model.ClientToServer
-	if run.Config.Reverse {
-		first = model.ServerToClient
-	}
+	end := map[string]any{"streams": streams, "cpu_utilization_percent": i3CPU(run)}
+	first := firstDirection(run)
 	for _, d := range run.Summary {
-		secs := d.Duration.V.Seconds()
 		mine := d.Direction == model.ClientToServer
-		sent := map[string]any{"start": 0.0, "end": secs, "seconds": secs, "sender": mine}
-		if b, ok := d.SenderBytes.Get(); ok {
-			sent["bytes"], sent["bits_per_second"] = int64(b), float64(d.SenderRate.V)
-		}
-		if n, ok := d.RetransSegs.Get(); ok {
-			sent["retransmits"] = n
-		}
-		recv := map[string]any{"start": 0.0, "end": secs, "seconds": secs, "sender": mine}
-		if b, ok := d.ReceiverBytes.Get(); ok {
-			recv["bytes"], recv["bits_per_second"] = int64(b), float64(d.Goodput.V)
-		}
 		suffix := ""
 		if d.Direction != first {
 			suffix = "_bidir_reverse"
 		}
-		if d.UDP != nil {
-			delete(sent, "retransmits")
-			udpFields(sent, &model.Datagrams{Packets: d.UDP.Packets}, true)
-			udpFields(recv, d.UDP, false)
-			// iperf3's legacy "sum": the receiver's account.
-			legacy := map[string]any{}
-			for k, v := range recv {
-				legacy[k] = v
+		sndEnd, _ := ends(run, d.Direction)
+		sent := map[string]any{"start": 0.0, "sender": mine}
+		if b, ok := d.SenderBytes.Get(); ok {
+			secs := senderTime(run, sndEnd, d.Direction).Seconds()
+			sent["end"], sent["seconds"], sent["bytes"], sent["bits_per_second"] = secs, secs, int64(b), float64(d.SenderRate.V)
+		}
+		if n, ok := d.RetransSegs.Get(); ok && d.UDP == nil {
+			sent["retransmits"] = n
+		}
+		recv := map[string]any{"start": 0.0, "sender": mine}
+		if b, ok := d.ReceiverBytes.Get(); ok {
+			secs := d.Duration.V.Seconds()
+			recv["end"], recv["seconds"], recv["bytes"], recv["bits_per_second"] = secs, secs, int64(b), float64(d.Goodput.V)
+			if d.FromAcks {
+				// Not iperf3's: the receiver's report is missing, and
+				// these are the bytes it acknowledged to the sender.
+				recv["tcpscope_from_acks"] = true
 			}
-			if suffix == "" {
-				end["sum"] = legacy
-			} else {
-				end["sum_bidir_reverse"] = legacy
+		}
+		if u := d.UDP; u != nil {
+			// The direction's datagrams: the sender's count, and the
+			// receiver's loss and jitter in both sums (iperf3 writes
+			// zeros into sum_sent's, where tcpscope knows them).
+			if n, ok := sentDatagrams(run, sndEnd, d.Direction); ok {
+				sent["packets"] = n
 			}
+			udpFields(sent, u, false, false)
+			udpFields(recv, u, false, true)
+			// iperf3's legacy "sum" mixes both: the sender's bytes and
+			// rate, the receiver's time and datagram account.
+			legacy := map[string]any{"start": 0.0, "sender": mine}
+			for _, k := range []string{"end", "seconds", "jitter_ms", "lost_packets", "packets", "lost_percent"} {
+				if v, ok := recv[k]; ok {
+					legacy[k] = v
+				}
+			}
+			for _, k := range []string{"bytes", "bits_per_second"} {
+				if v, ok := sent[k]; ok {
+					legacy[k] = v
+				}
+			}
+			end["sum"+suffix] = legacy
+			// In UDP sums iperf3's "sender" names the side of the
+			// account, not this host's role.
+			sent["sender"], recv["sender"] = true, false
 		}
 		end["sum_sent"+suffix], end["sum_received"+suffix] = sent, recv
 	}
-	for _, t := range run.Client.Totals {
-		key := "receiver_tcp_congestion"
-		if t.Role == model.Sender {
-			key = "sender_tcp_congestion"
+	if !run.Config.IsUDP() {
+		// As iperf3 -c names them: the algorithm of the end that sends,
+		// and of the one that receives (in --bidir, of the reverse
+		// direction: the server sends).
+		snd, rcv := congestionOf(run, model.ClientSide), congestionOf(run, model.ServerSide)
+		if run.Config.Reverse || run.Config.Bidir {
+			snd, rcv = rcv, snd
 		}
-		if t.Final != nil && t.Final.Congestion != "" {
-			end[key] = t.Final.Congestion
+		if snd != "" {
+			end["sender_tcp_congestion"] = snd
+		}
+		if rcv != "" {
+			end["receiver_tcp_congestion"] = rcv
 		}
 	}
 	if len(run.Diagnosis) > 0 {
@@ -283,10 +368,103 @@ func i3End(run *model.Run) map[string]any {
 	return end
 }
 
-// udpFields adds iperf3's datagram keys: a sender's count, or a
-// receiver's jitter (ms), loss and count.
-func udpFields(m map[string]any, d *model.Datagrams, sender bool) {
-	m["packets"] = d.Packets
+// udpStream is iperf3's one entry per UDP stream: the sender's bytes,
+// time and datagrams, the receiver's loss, jitter and late datagrams.
+func udpStream(rcvEnd *model.EndReport, snd, rcv *model.StreamTotal, id int, mine bool) map[string]any {
+	h := map[string]any{"socket": i3Socket(id), "start": 0.0, "sender": mine}
+	if snd != nil {
+		h["end"], h["seconds"], h["bytes"], h["bits_per_second"] = snd.Duration.Seconds(), snd.Duration.Seconds(), int64(snd.Bytes), float64(snd.Rate)
+		if snd.UDP != nil {
+			h["packets"] = snd.UDP.Packets
+		}
+	}
+	if rcv != nil && rcv.UDP != nil {
+		udpFields(h, rcv.UDP, false, false)
+		if _, ok := h["packets"]; !ok {
+			h["packets"] = rcv.UDP.Packets
+		}
+		if !rcvEnd.NoKernelState {
+			// iperf3's results carry no count of late datagrams: only
+			// a tcpscope receiver knows it.
+			h["out_of_order"] = rcv.UDP.OutOfOrder
+		}
+	}
+	return h
+}
+
+// senderTime is the longest sender duration of direction d, iperf3's
+// sender_time.
+func senderTime(run *model.Run, e *model.EndReport, d model.Direction) time.Duration {
+	ids := run.StreamIDs(d)
+	var longest time.Duration
+	for _, t := range e.Totals {
+		if ids[t.Stream] && t.Role == model.Sender {
+			longest = max(longest, t.Duration)
+		}
+	}
+	return longest
+}
+
+// sentDatagrams is the datagrams the senders of direction d sent.
+func sentDatagrams(run *model.Run, e *model.EndReport, d model.Direction) (int64, bool) {
+	ids := run.StreamIDs(d)
+	var n int64
+	found := false
+	for _, t := range e.Totals {
+		if ids[t.Stream] && t.Role == model.Sender && t.UDP != nil {
+			n += t.UDP.Packets
+			found = true
+		}
+	}
+	return n, found
+}
+
+// congestionOf is the congestion control an end's sockets used, as read
+// back from them or as a stock iperf3 peer reported it; "" when unknown.
+func congestionOf(run *model.Run, side model.Side) string {
+	e := &run.Client
+	if side == model.ServerSide {
+		e = &run.Remote
+	}
+	if e.Congestion != "" {
+		return e.Congestion
+	}
+	for _, s := range run.Streams {
+		setup := s.Client
+		if side == model.ServerSide {
+			setup = s.Server
+		}
+		if setup != nil && setup.Congestion != "" {
+			return setup.Congestion
+		}
+	}
+	for _, t := range e.Totals {
+		if t.Final != nil && t.Final.Congestion != "" {
+			return t.Final.Congestion
+		}
+	}
+	return ""
+}
+
+// i3CPU is iperf3's cpu_utilization_percent: this process's (host_*)
+// and the server's (remote_*), each left out when that end did not
+// report it.
+func i3CPU(run *model.Run) map[string]any {
+	out := map[string]any{}
+	for prefix, u := range map[string]*model.CPUUse{"host_": run.Client.CPU, "remote_": run.Remote.CPU} {
+		if u != nil {
+			out[prefix+"total"], out[prefix+"user"], out[prefix+"system"] = u.Total, u.User, u.System
+		}
+	}
+	return out
+}
+
+// udpFields adds iperf3's datagram keys: the count, and for a receiver's
+// account its jitter (ms), loss and, when withCount, the datagrams.
+func udpFields(m map[string]any, d *model.Datagrams, sender, withCount bool) {
+	if withCount {
+		m["packets"] = d.Packets
+	}
 	if sender {
 		return
 	}

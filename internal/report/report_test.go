@@ -74,6 +74,13 @@ func TestTextGolden(t *testing.T) {
 		{"bidir.json", false, model.RateAuto},
 		{"bidir.json", true, model.RateMbit},
 		{"reverse-omit.json", false, model.RateAutoBytes},
+		// Against stock iperf3 servers (tcpscope test --iperf3): the
+		// server's side is its results alone.
+		{"iperf3-p2.json", false, model.RateAuto},
+		{"iperf3-p2.json", true, model.RateAuto},
+		{"iperf3-reverse-p2.json", false, model.RateAuto},
+		{"iperf3-bidir.json", false, model.RateAuto},
+		{"iperf3-udp.json", false, model.RateAuto},
 	} {
 		run := load(t, c.run)
 		var out bytes.Buffer
@@ -96,7 +103,12 @@ func TestTextGolden(t *testing.T) {
 			}
 		}
 		if len(run.Streams) > 1 {
-			want += 2 * len(run.Client.Intervals) // [SUM] lines
+			// [SUM] lines, one per role some end reported
+			ends := 2
+			if run.Remote.NoKernelState && !run.Config.Bidir {
+				ends = 1
+			}
+			want += ends * len(run.Client.Intervals)
 		}
 		if lines < want {
 			t.Errorf("%s: %d interval lines, want at least %d", name, lines, want)
@@ -252,5 +264,184 @@ func TestBarPlot(t *testing.T) {
 		if !strings.Contains(svg.String(), want) {
 			t.Errorf("bar chart SVG lacks %q", want)
 		}
+	}
+}
+
+// A stock iperf3 server reports no intervals and no kernel state: the
+// client's intervals print as they come, nothing the server did not
+// measure is printed as a zero, and what it did report (retransmissions,
+// its congestion control, its CPU) is shown.
+func TestTextPeerWithoutKernel(t *testing.T) {
+	for _, c := range []struct {
+		run  string
+		want []string
+	}{
+		{"iperf3-p2.json", []string{"server not measured", "CPU, % of one core over each end's test: client ", "server receiver"}},
+		{"iperf3-reverse-p2.json", []string{"retransmit  ", "RTT         not measured", "cc bbr, as the sender reported", ", server "}},
+		{"iperf3-udp.json", []string{"late (out of order) not measured"}},
+	} {
+		run := load(t, c.run)
+		var out bytes.Buffer
+		txt := NewText(&out, model.RateAuto, true)
+		txt.Begin(run)
+		txt.Interval(model.ClientSide, &run.Client.Intervals[0])
+		if !strings.Contains(out.String(), "0.00-0.50 s") {
+			t.Errorf("%s: the client's first interval waits for a server that sends none", c.run)
+		}
+		for i := 1; i < len(run.Client.Intervals); i++ {
+			txt.Interval(model.ClientSide, &run.Client.Intervals[i])
+		}
+		if err := txt.End(run); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: output lacks %q:\n%s", c.run, w, text)
+			}
+		}
+		for _, line := range strings.Split(text, "\n") {
+			// A zero rate or byte count stands for a sum of nothing
+			// (the -V detail lines hold measured zeros, like retrans 0 B).
+			zero := strings.Contains(line, " 0 bit/s") || strings.Contains(line, " 0 B ") || strings.HasSuffix(line, " 0 B")
+			if zero && !strings.HasPrefix(line, "      ") {
+				t.Errorf("%s: a zero for what was not measured: %q", c.run, line)
+			}
+		}
+	}
+}
+
+// iperf3's -J shape of recorded runs: golden documents, and what the
+// far end did not measure is left out rather than written as 0.
+func TestIperf3JSONGolden(t *testing.T) {
+	for _, name := range []string{"bidir.json", "iperf3-p2.json", "iperf3-reverse-p2.json", "iperf3-bidir.json", "iperf3-udp.json"} {
+		run := load(t, name)
+		var out bytes.Buffer
+		if err := WriteIperf3JSON(&out, run); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, strings.TrimSuffix(name, ".json")+".iperf3.json", out.Bytes())
+	}
+}
+
+// i3Doc renders a recorded run as iperf3's -J document, decoded.
+func i3Doc(t *testing.T, name string) map[string]any {
+	t.Helper()
+	var out bytes.Buffer
+	if err := WriteIperf3JSON(&out, load(t, name)); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// at reads a path of keys and array indexes from a decoded document.
+func at(doc any, path ...any) (any, bool) {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := doc.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if doc, ok = m[k]; !ok {
+				return nil, false
+			}
+		case int:
+			a, ok := doc.([]any)
+			if !ok || k >= len(a) {
+				return nil, false
+			}
+			doc = a[k]
+		}
+	}
+	return doc, true
+}
+
+func TestIperf3JSONAgainstStockServer(t *testing.T) {
+	rev := i3Doc(t, "iperf3-reverse-p2.json")
+	// The sender is the iperf3 server: its kernel figures are unknown,
+	// its retransmissions, CPU and congestion control are reported.
+	for _, k := range []string{"max_snd_cwnd", "max_snd_wnd", "max_rtt", "min_rtt", "mean_rtt"} {
+		if v, ok := at(rev, "end", "streams", 0, "sender", k); ok {
+			t.Errorf("-R: sender.%s = %v, from a server whose kernel was not read", k, v)
+		}
+	}
+	for path, want := range map[string][]any{
+		"retransmits":      {"end", "streams", 0, "sender", "retransmits"},
+		"remote CPU":       {"end", "cpu_utilization_percent", "remote_total"},
+		"host CPU":         {"end", "cpu_utilization_percent", "host_total"},
+		"sender cc":        {"end", "sender_tcp_congestion"},
+		"receiver cc":      {"end", "receiver_tcp_congestion"},
+		"cookie":           {"start", "cookie"},
+		"target_bitrate":   {"start", "target_bitrate"},
+		"sum_sent seconds": {"end", "sum_sent", "seconds"},
+	} {
+		if _, ok := at(rev, want...); !ok {
+			t.Errorf("-R: no %s (%v)", path, want)
+		}
+	}
+	if v, _ := at(rev, "end", "cpu_utilization_percent", "remote_total"); v == 0.0 {
+		t.Errorf("-R: the iperf3 server's CPU use reads 0")
+	}
+	fwd := i3Doc(t, "iperf3-p2.json")
+	if v, _ := at(fwd, "end", "receiver_tcp_congestion"); v != "bbr" {
+		t.Errorf("forward: receiver_tcp_congestion %v, want the server's bbr", v)
+	}
+	// UDP: the sender's sum carries the direction's loss and jitter; the
+	// iperf3 server does not count late datagrams.
+	udp := i3Doc(t, "iperf3-udp.json")
+	for _, k := range []string{"jitter_ms", "lost_packets", "lost_percent", "packets"} {
+		if _, ok := at(udp, "end", "sum_sent", k); !ok {
+			t.Errorf("UDP: sum_sent lacks %s", k)
+		}
+	}
+	if v, ok := at(udp, "end", "streams", 0, "udp", "out_of_order"); ok {
+		t.Errorf("UDP: out_of_order %v from a server that does not count it", v)
+	}
+	if s, r := mustAt(t, udp, "end", "sum_sent", "sender"), mustAt(t, udp, "end", "sum_received", "sender"); s != true || r != false {
+		t.Errorf("UDP sums' sender flags %v/%v, want iperf3's true/false", s, r)
+	}
+	// The sender's sum is over the sender's time, not the receiver's.
+	run := load(t, "iperf3-reverse-p2.json")
+	var longest float64
+	for _, tot := range run.Remote.Totals {
+		longest = max(longest, tot.Duration.Seconds())
+	}
+	if v, _ := at(rev, "end", "sum_sent", "seconds"); v != longest {
+		t.Errorf("-R: sum_sent seconds %v, the sender's longest stream %v", v, longest)
+	}
+}
+
+func mustAt(t *testing.T, doc any, path ...any) any {
+	t.Helper()
+	v, ok := at(doc, path...)
+	if !ok {
+		t.Fatalf("no %v", path)
+	}
+	return v
+}
+
+// A failed test still prints iperf3's document: what is known of start,
+// an empty end, and the error.
+func TestIperf3JSONError(t *testing.T) {
+	req := &model.Run{Server: "192.0.2.7:5201", Config: model.TestConfig{Protocol: "tcp", Parallel: 1, Length: model.MiB},
+		Client: model.EndReport{Version: "test", Kernel: "6.1"}}
+	var out bytes.Buffer
+	if err := WriteIperf3JSONError(&out, req, "connection refused"); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["error"] != "connection refused" || len(doc["end"].(map[string]any)) != 0 || len(doc["intervals"].([]any)) != 0 {
+		t.Errorf("document %s", out.String())
+	}
+	if _, ok := at(doc, "start", "connecting_to", "port"); !ok {
+		t.Errorf("start lacks connecting_to: %s", out.String())
 	}
 }

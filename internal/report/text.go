@@ -112,14 +112,16 @@ func fmtStreams(n int) string {
 }
 
 // Interval buffers an end's interval and prints every block for which
-// both ends have reported, in order.
+// both ends have reported, in order. A server that reports no intervals
+// (a stock iperf3) is not waited for: the client's print as they come.
 func (t *Text) Interval(side model.Side, iv *model.Interval) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pending[side][iv.Index] = iv
+	silent := t.run != nil && t.run.Remote.NoKernelState
 	for {
 		c, s := t.pending[model.ClientSide][t.next], t.pending[model.ServerSide][t.next]
-		if c == nil || s == nil {
+		if c == nil || (s == nil && !silent) {
 			return
 		}
 		t.block(c, s)
@@ -173,7 +175,10 @@ func (t *Text) block(client, server *model.Interval) {
 			views[si.Stream] = append(views[si.Stream], si)
 		}
 	}
+	// Sums per role, of the roles some end reported: an end that
+	// reported no interval (a stock iperf3 peer) sums to nothing, not 0.
 	var sumBytes [2]model.Bytes
+	var reported [2]bool
 	var sumRetr uint32
 	var dur time.Duration
 	if client != nil {
@@ -190,12 +195,14 @@ func (t *Text) block(client, server *model.Interval) {
 		for _, si := range vs {
 			t.streamLine(id, span, si)
 			if si.Role == model.Sender {
+				reported[0] = true
 				sumBytes[0] += si.Bytes
 				sumRetr += si.RetransSegs
 				if si.UDP != nil {
 					sumRetr += uint32(si.UDP.Packets) // datagrams, in that column
 				}
 			} else {
+				reported[1] = true
 				sumBytes[1] += si.Bytes
 			}
 		}
@@ -205,8 +212,12 @@ func (t *Text) block(client, server *model.Interval) {
 		if t.run != nil && t.run.Config.IsUDP() {
 			width = 10
 		}
-		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s %*d\n", span, "sender", t.rate(model.RateOf(sumBytes[0], dur.Seconds())), sumBytes[0].Decimal(), width, sumRetr)
-		fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s\n", span, "receiver", t.rate(model.RateOf(sumBytes[1], dur.Seconds())), sumBytes[1].Decimal())
+		if reported[0] {
+			fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s %*d\n", span, "sender", t.rate(model.RateOf(sumBytes[0], dur.Seconds())), sumBytes[0].Decimal(), width, sumRetr)
+		}
+		if reported[1] {
+			fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s\n", span, "receiver", t.rate(model.RateOf(sumBytes[1], dur.Seconds())), sumBytes[1].Decimal())
+		}
 	}
 }
 
@@ -355,8 +366,13 @@ func (t *Text) End(run *model.Run) error {
 			fmt.Fprintf(t.w, "  sent        %s (the sender's report is missing)\n", notMeasured)
 		}
 		if u := d.UDP; u != nil {
-			fmt.Fprintf(t.w, "  datagrams   %d expected, %d lost (%.4g%%), %d late (out of order), jitter %s\n",
-				u.Packets, u.Lost, 100*u.LossRate(), u.OutOfOrder, fmtJitter(u.Jitter))
+			late := fmt.Sprintf("%d late (out of order)", u.OutOfOrder)
+			if receiverOf(run, d.Direction).NoKernelState {
+				// iperf3's results carry no count of late datagrams.
+				late = "late (out of order) " + notMeasured
+			}
+			fmt.Fprintf(t.w, "  datagrams   %d expected, %d lost (%.4g%%), %s, jitter %s\n",
+				u.Packets, u.Lost, 100*u.LossRate(), late, fmtJitter(u.Jitter))
 			if v, ok := u.SocketDrops.Get(); ok {
 				fmt.Fprintf(t.w, "  rcv buffer  %d datagrams dropped by the receiver's full socket buffer (on its host, not the path)\n", v)
 			}
@@ -390,6 +406,7 @@ func (t *Text) End(run *model.Run) error {
 		t.limits(run, d.Direction)
 	}
 	t.ends(run)
+	t.cpu(run)
 	if run.ServerOutput != "" {
 		fmt.Fprintf(t.w, "server output:\n%s\n", strings.TrimRight(run.ServerOutput, "\n"))
 	}
@@ -429,6 +446,9 @@ func (t *Text) limits(run *model.Run, dir model.Direction) {
 		f := 100 / float64(n)
 		fmt.Fprintf(t.w, "  limited by  receive window %.0f%%, send buffer %.0f%%, congestion window %.0f%%, application %.0f%%\n", rw*f, sb*f, cw*f, app*f)
 	}
+	if first != nil && first.Final == nil && sender.Congestion != "" {
+		fmt.Fprintf(t.w, "  options     %s (the sender's kernel was not read); cc %s, as the sender reported\n", notMeasured, sender.Congestion)
+	}
 	if first == nil || first.Final == nil {
 		return
 	}
@@ -463,4 +483,29 @@ func (t *Text) ends(run *model.Run) {
 			fmt.Fprintln(t.w, strings.TrimRight(line, " "))
 		}
 	}
+}
+
+// receiverOf is the end that receives in direction d.
+func receiverOf(run *model.Run, d model.Direction) *model.EndReport {
+	if d == model.ClientToServer {
+		return &run.Remote
+	}
+	return &run.Client
+}
+
+// cpu prints each end's process CPU use over its test, as iperf3 does:
+// a sender or receiver pegging a core explains a low rate.
+func (t *Text) cpu(run *model.Run) {
+	if run.Client.CPU == nil && run.Remote.CPU == nil {
+		return // a recording from before ends reported it
+	}
+	var parts []string
+	for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+		if u := e.CPU; u != nil {
+			parts = append(parts, fmt.Sprintf("%s %.1f%% (user %.1f%%, system %.1f%%)", e.Side, u.Total, u.User, u.System))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s", e.Side, notMeasured))
+		}
+	}
+	fmt.Fprintf(t.w, "CPU, %% of one core over each end's test: %s\n", strings.Join(parts, ", "))
 }
