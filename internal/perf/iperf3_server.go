@@ -148,17 +148,20 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	// -l: it is the datagram size.)
 	//
 	// With -k, iperf3's client in -R counts its reads as blocks, one of
-	// at most -l bytes each: the server writes whole blocks of -l, as
-	// iperf3's does, or the count of bytes in k reads would depend on
-	// this server's write size (k reads of 10 ms of the rate each, not
-	// of k blocks).
+	// at most -l bytes each. Paced (-b), the server writes whole blocks
+	// of -l, one when it is due, as iperf3's does: each read then takes
+	// one block, where writes of 10 ms of the rate made k reads take k
+	// such writes. At full speed the big writes stay: reads are full when
+	// the sender keeps ahead of the reader, and these keep it further
+	// ahead than -l writes.
+	wholeBlocks := blocks && cfg.Bitrate > 0 && !cfg.IsUDP()
 	ecfg := cfg
-	if !ecfg.IsUDP() && !blocks {
+	if !ecfg.IsUDP() && !wholeBlocks {
 		ecfg.Length = max(ecfg.Length, DefaultLength)
 	}
 	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
 	e.peerCloses = true
-	e.wholeBlocks = blocks
+	e.wholeBlocks = wholeBlocks
 	e.hardStop = s.Limits.MaxDuration
 	// The client ends the test with TEST_END on the control connection;
 	// a client that vanishes, or a server shutdown, ends it too.
