@@ -73,9 +73,10 @@ type end struct {
 	t0       time.Time
 	stopOnce sync.Once
 	stopped  chan struct{}
-	// stoppedAt is when stop was called, on this end's clock (ns; 0
-	// before): for iperf3, when the client's TEST_END arrived.
-	stoppedAt atomic.Int64
+	// stopTime is when stop was called (nil before): for iperf3, when the
+	// client's TEST_END arrived. stop may come before run sets t0, so
+	// it keeps the time itself; see stoppedAt.
+	stopTime  atomic.Pointer[time.Time]
 	intervals []model.Interval
 
 	// Per-stream state at the omit boundary and peaks, owned by the sampler.
@@ -119,7 +120,8 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(
 // stop makes the senders stop early; receivers keep reading to the end.
 func (e *end) stop() {
 	e.stopOnce.Do(func() {
-		e.stoppedAt.Store(int64(max(e.since(), 1)))
+		now := time.Now()
+		e.stopTime.Store(&now)
 		close(e.stopped)
 		for _, s := range e.streams {
 			if s.role == model.Sender {
@@ -128,6 +130,15 @@ func (e *end) stop() {
 			}
 		}
 	})
+}
+
+// stoppedAt is when stop was called, on this end's clock (at least 0),
+// for the stream goroutines, which start after t0 is set.
+func (e *end) stoppedAt() time.Duration {
+	if t := e.stopTime.Load(); t != nil {
+		return max(t.Sub(e.t0), 0)
+	}
+	return e.since()
 }
 
 // isStopped reports whether stop was called.
@@ -158,10 +169,13 @@ func (e *end) abort() {
 	}
 }
 
-// run starts the clock, runs all streams and the sampler, and returns when
-// every stream has finished. ctx cancellation aborts.
+// run starts the clock (unless t0 is set), runs all streams and the
+// sampler, and returns when every stream has finished. ctx cancellation
+// aborts.
 func (e *end) run(ctx context.Context) error {
-	e.t0 = time.Now()
+	if e.t0.IsZero() {
+		e.t0 = time.Now() // unless the caller started the clock
+	}
 	for i, s := range e.streams {
 		if s.udp != nil {
 			continue // no kernel samples for datagrams
@@ -445,6 +459,10 @@ func (e *end) receive(s *stream) error {
 		}
 	}
 	s.finished = e.since()
+	if e.peerCloses && e.isStopped() {
+		// As iperf3's receiver counts it: until TEST_END arrived.
+		s.finished = e.stoppedAt()
+	}
 	err := e.finalSample(s)
 	if e.peerCloses {
 		return err
@@ -649,8 +667,13 @@ func (e *end) totals() []model.StreamTotal {
 		// A receiver's time starts with its first byte: its clock started
 		// when the test did, a one-way delay or more before data could
 		// arrive, and counting that wait would bias goodput low on long paths.
+		// Not in an iperf3 test: its client sets both ends' results side by
+		// side, and iperf3's receiver counts from the start, as this one
+		// then does. (The first byte is when the first read returned,
+		// which a busy server makes late: timing from it overstated the
+		// rate.)
 		from := e.cfg.Omit
-		if s.role == model.Receiver {
+		if s.role == model.Receiver && !e.peerCloses {
 			from = max(from, s.first)
 		}
 		dur := max(s.finished-from, 0)

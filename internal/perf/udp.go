@@ -308,7 +308,7 @@ func (e *end) receiveUDP(s *stream) error {
 			// receiver counts it, not to the last datagram: a sender
 			// that kept ahead of its rate sends its last one early.
 			derr := drainQueued(f.conn, buf, func(b []byte) { take(b, e.since()) })
-			s.finished = time.Duration(e.stoppedAt.Load())
+			s.finished = e.stoppedAt()
 			return derr
 		}
 		if err != nil {
