@@ -393,8 +393,15 @@ func TestServeIperf3BlocksReverse(t *testing.T) {
 		ours := serverBytes(rec, model.Sender)
 		t.Logf("run %d: server sent %d B, the client received %.0f B in %d reads", i, ours, got, k)
 		// A block split over two reads (the receive window opening
-		// mid-block, mostly in the first ones) takes two of the k.
-		if float64(ours) != sent || got != sent || got > k*block || got < k*block/2 {
+		// mid-block, mostly in the first ones) takes two of the k, with
+		// iperf3's own server too (20 runs each: 12 and 14 of them took
+		// all 20 blocks, the rest 17-19). The server writes whole blocks.
+		// When the k-th read takes part of one, the client stops
+		// counting (TEST_END) before the rest arrives: then, and only
+		// then, the ends differ, by under a block (about 1 run in 30).
+		whole := sent == float64(int64(sent)/block*block)
+		lastSplit := whole && got < sent && sent-got < block
+		if float64(ours) != sent || (got != sent && !lastSplit) || got > k*block || got < k*block/2 {
 			t.Errorf("run %d: server sent %d B (%.0f as reported), the client received %.0f; %d blocks are %d B", i, ours, sent, got, k, k*block)
 		}
 		if !near(sentBPS, gotBPS, 0.02) {
