@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -63,14 +64,23 @@ type end struct {
 	// peerCloses: the peer ends the test by closing the streams (iperf3),
 	// rather than tcpscope's half-close and confirmation.
 	peerCloses bool
+	// wholeBlocks: senders write exactly cfg.Length per call, paced a
+	// block at a time. iperf3's -k counts its client's reads (in -R), and
+	// each read takes at most one block: writes of whole blocks, as
+	// iperf3's server makes them, let each read take one.
+	wholeBlocks bool
 
 	t0  time.Time
 	cpu *model.CPUUse // the process's CPU use over run
 	// drainBy, once set, is when the receivers stop reading (Unix ns): a
 	// test ended on the control connection (iperf3's).
-	drainBy   atomic.Int64
-	stopOnce  sync.Once
-	stopped   chan struct{}
+	drainBy  atomic.Int64
+	stopOnce sync.Once
+	stopped  chan struct{}
+	// stopTime is when stop was called (nil before): for iperf3, when the
+	// client's TEST_END arrived. stop may come before run sets t0, so
+	// it keeps the time itself; see stoppedAt.
+	stopTime  atomic.Pointer[time.Time]
 	intervals []model.Interval
 
 	// Per-stream state at the omit boundary and peaks, owned by the sampler.
@@ -114,6 +124,8 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(
 // stop makes the senders stop early; receivers keep reading to the end.
 func (e *end) stop() {
 	e.stopOnce.Do(func() {
+		now := time.Now()
+		e.stopTime.Store(&now)
 		close(e.stopped)
 		for _, s := range e.streams {
 			if s.role == model.Sender {
@@ -122,6 +134,15 @@ func (e *end) stop() {
 			}
 		}
 	})
+}
+
+// stoppedAt is when stop was called, on this end's clock (at least 0),
+// for the stream goroutines, which start after t0 is set.
+func (e *end) stoppedAt() time.Duration {
+	if t := e.stopTime.Load(); t != nil {
+		return max(t.Sub(e.t0), 0)
+	}
+	return e.since()
 }
 
 // isStopped reports whether stop was called.
@@ -179,10 +200,13 @@ func (e *end) abort() {
 	}
 }
 
-// run starts the clock, runs all streams and the sampler, and returns when
-// every stream has finished. ctx cancellation aborts.
+// run starts the clock (unless t0 is set), runs all streams and the
+// sampler, and returns when every stream has finished. ctx cancellation
+// aborts.
 func (e *end) run(ctx context.Context) error {
-	e.t0 = time.Now()
+	if e.t0.IsZero() {
+		e.t0 = time.Now() // unless the caller started the clock
+	}
 	cpu0, cpuOK := readCPUClock()
 	if cpuOK {
 		// The whole process's: a server running several tests at once
@@ -266,7 +290,7 @@ func (e *end) send(s *stream) error {
 	}
 	byteMode := e.cfg.Bytes > 0
 	pace := e.cfg.Bitrate
-	if pace > 0 {
+	if pace > 0 && !e.wholeBlocks {
 		// Writes of about 10 ms of the rate keep the pace smooth.
 		buf = buf[:min(len(buf), max(int(pace.BytesPerSecond()/100), 1500))]
 	}
@@ -274,6 +298,19 @@ func (e *end) send(s *stream) error {
 	var werr error
 write:
 	for {
+		// The budget is taken before the pace is waited for: a sender
+		// whose budget is spent is done when its last write is, not when
+		// a next one would have been due.
+		chunk := buf
+		if byteMode {
+			left := e.budget.Add(-int64(len(buf)))
+			if left+int64(len(buf)) <= 0 {
+				break
+			}
+			if left < 0 {
+				chunk = buf[:int64(len(buf))+left]
+			}
+		}
 		if pace > 0 && written > 0 {
 			// The application has nothing more to write until its
 			// bytes so far are due at the rate: an application-limited
@@ -285,16 +322,6 @@ write:
 				if d := span(&e.cfg); d > 0 && time.Now().After(e.t0.Add(d)) {
 					break write
 				}
-			}
-		}
-		chunk := buf
-		if byteMode {
-			left := e.budget.Add(-int64(len(buf)))
-			if left+int64(len(buf)) <= 0 {
-				break
-			}
-			if left < 0 {
-				chunk = buf[:int64(len(buf))+left]
 			}
 		}
 		n, err := s.conn.Write(chunk)
@@ -413,12 +440,22 @@ func (e *end) receive(s *stream) error {
 	if limit > 0 {
 		graceEnd = e.t0.Add(limit + finishGrace)
 		_ = s.conn.SetReadDeadline(e.t0.Add(limit + stallLimit))
+		if e.peerCloses && e.isStopped() {
+			// TEST_END came before this reader started, and the line
+			// above replaced finishReceivers' deadline: restore it.
+			_ = s.conn.SetReadDeadline(time.Unix(1, 0))
+		}
 	}
 	for {
 		n, err := s.conn.Read(buf)
 		if err != nil && e.peerCloses && e.isStopped() {
 			// iperf3: the test was ended on the control connection.
+			// What arrived before is the test's, even if this reader
+			// had not got to it yet: the client counted it as sent.
 			s.moved.Add(int64(n))
+			if derr := drainQueued(s.conn, buf, func(b []byte) { s.moved.Add(int64(len(b))) }); derr != nil {
+				err = derr
+			}
 			break
 		}
 		if limit > 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(graceEnd) {
@@ -463,6 +500,10 @@ func (e *end) receive(s *stream) error {
 		}
 	}
 	s.finished = e.since()
+	if e.peerCloses && e.isStopped() {
+		// As iperf3's receiver counts it: until TEST_END arrived.
+		s.finished = e.stoppedAt()
+	}
 	err := e.finalSample(s)
 	if e.peerCloses {
 		return err
@@ -472,6 +513,49 @@ func (e *end) receive(s *stream) error {
 	}
 	return err
 }
+
+// drainQueued hands got what has already arrived on c, without waiting
+// for more, until the queue is empty or, on TCP, end of file. Its
+// caller's reads were cut short by a deadline in the past, which Go
+// checks before it reads: the deadline is cleared, and the socket (non-
+// blocking, as Go opens all) is read directly until it would block. A
+// peer that keeps sending cannot hold it past drainLimit.
+func drainQueued(c interface {
+	syscall.Conn
+	SetReadDeadline(time.Time) error
+}, buf []byte, got func([]byte)) error {
+	_ = c.SetReadDeadline(time.Time{})
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	_, udp := c.(*net.UDPConn)
+	for until := time.Now().Add(drainLimit); time.Now().Before(until); {
+		var n int
+		var rerr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), buf)
+			return true // never wait for readiness
+		}); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
+		switch {
+		case errors.Is(rerr, syscall.EINTR):
+			continue
+		case errors.Is(rerr, syscall.EAGAIN):
+			return nil
+		case rerr != nil:
+			return fmt.Errorf("drain: %w", rerr)
+		case n == 0 && !udp:
+			return nil // end of file
+		}
+		got(buf[:n])
+	}
+	return nil
+}
+
+// drainLimit bounds drainQueued.
+const drainLimit = time.Second
 
 // sample emits one interval per tick until every stream is done, then a
 // last, shorter interval ending when the last stream finished.
@@ -624,8 +708,13 @@ func (e *end) totals() []model.StreamTotal {
 		// A receiver's time starts with its first byte: its clock started
 		// when the test did, a one-way delay or more before data could
 		// arrive, and counting that wait would bias goodput low on long paths.
+		// Not in an iperf3 test: its client sets both ends' results side by
+		// side, and iperf3's receiver counts from the start, as this one
+		// then does. (The first byte is when the first read returned,
+		// which a busy server makes late: timing from it overstated the
+		// rate.)
 		from := e.cfg.Omit
-		if s.role == model.Receiver {
+		if s.role == model.Receiver && !e.peerCloses {
 			from = max(from, s.first)
 		}
 		dur := max(s.finished-from, 0)

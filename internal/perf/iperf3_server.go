@@ -2,6 +2,7 @@ package perf
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,8 +31,9 @@ const maxI3Params = 8 << 10
 
 // iperf3Conn serves a connection from a stock iperf3 client, whose first
 // bytes (head) were its cookie's: the control connection of a new test,
-// or a data connection of a running one.
-func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte) {
+// or a data connection of a running one. seq is its place in the accept
+// order.
+func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte, seq uint64) {
 	rest := make([]byte, i3CookieLen-len(head))
 	if _, err := io.ReadFull(c, rest); err != nil || rest[len(rest)-1] != 0 || !isI3Cookie(rest[:len(rest)-1]) {
 		c.Close()
@@ -41,18 +43,17 @@ func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte) {
 	s.mu.Lock()
 	t := s.running[cookie]
 	if t != nil {
-		// A data connection: streams are numbered in arrival order.
-		if t.full || t.next >= t.nconn {
+		// A data connection: awaitStreams numbers it by seq.
+		if t.full || t.udp || t.arrived >= t.nconn {
 			s.mu.Unlock()
 			_, _ = c.Write([]byte{i3AccessDenied})
 			c.Close()
 			return
 		}
-		id := t.next
-		t.next++
+		t.arrived++
 		s.mu.Unlock()
 		_ = c.SetReadDeadline(time.Time{})
-		t.data <- dataConn{conn: c, stream: id}
+		t.data <- dataConn{conn: c, stream: -1, seq: seq}
 		return
 	}
 	s.mu.Unlock()
@@ -82,7 +83,8 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	}
 	if err != nil {
 		log.Info("refused", "reason", err)
-		i3SendError(conn, i3ErrnoFor(err))
+		ierrno, errno := i3ErrnoFor(err, p.ClientVersion, span(&cfg) > s.Limits.MaxDuration)
+		i3SendError(conn, ierrno, errno)
 		return
 	}
 	dirs := cfg.Directions()
@@ -99,7 +101,7 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	defer s.release(t)
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg}
-	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.ServerOutput != nil, log)
+	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.BlockCount > 0, p.ServerOutput != nil, log)
 	if rec.Err != nil {
 		log.Warn("iperf3 test failed", "err", rec.Err)
 	} else {
@@ -110,8 +112,15 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	}
 }
 
-func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg model.TestConfig, dirs []model.Direction, serverOutput bool, log *slog.Logger) (model.EndReport, string, error) {
+func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg model.TestConfig, dirs []model.Direction, blocks, serverOutput bool, log *slog.Logger) (model.EndReport, string, error) {
 	var rep model.EndReport
+	if t.udp {
+		if err := s.awaitUDPTurn(ctx, t); err != nil {
+			// As iperf3's own server answers a second client.
+			_, _ = k.c.Write([]byte{i3AccessDenied})
+			return rep, "", err
+		}
+	}
 	if _, err := k.c.Write([]byte{i3CreateStreams}); err != nil {
 		return rep, "", err
 	}
@@ -119,7 +128,7 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	defer closeStreams(streams)
 	switch {
 	case errors.Is(err, errStreamsLate):
-		i3SendError(k.c, i3ErrnoStreams)
+		i3SendError(k.c, i3ErrnoAccept, 0)
 		return rep, "", err
 	case err != nil:
 		_, _ = k.c.Write([]byte{i3ServerTerminate})
@@ -130,19 +139,33 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 			log.Warn("iperf3 socket options", "err", err)
 		}
 	}
-	if _, err := k.c.Write([]byte{i3TestStart, i3TestRunning}); err != nil {
-		return rep, "", err
-	}
 	// A TCP sender writes at least DefaultLength per system call whatever
 	// -l the client asked for: the byte stream is the same, and iperf3's
 	// 128 KiB writes cost a fifth of the rate on fast paths. (UDP keeps
 	// -l: it is the datagram size.)
+	//
+	// With -k, iperf3's client in -R counts its reads as blocks, one of
+	// at most -l bytes each. Paced (-b), the server writes whole blocks
+	// of -l, one when it is due, as iperf3's does: each read then takes
+	// one block, where writes of 10 ms of the rate made k reads take k
+	// such writes. At full speed the big writes stay: reads are full when
+	// the sender keeps ahead of the reader, and these keep it further
+	// ahead than -l writes.
+	wholeBlocks := blocks && cfg.Bitrate > 0 && !cfg.IsUDP()
 	ecfg := cfg
-	if !ecfg.IsUDP() {
+	if !ecfg.IsUDP() && !wholeBlocks {
 		ecfg.Length = max(ecfg.Length, DefaultLength)
 	}
 	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
 	e.peerCloses = true
+	e.wholeBlocks = wholeBlocks
+	// The client starts its clock and its senders on TEST_RUNNING: so
+	// does this end, not after its own setup, which a busy server makes
+	// take tens of milliseconds, a shorter time for the same bytes.
+	e.t0 = time.Now()
+	if _, err := k.c.Write([]byte{i3TestStart, i3TestRunning}); err != nil {
+		return rep, "", err
+	}
 	e.hardStop = s.Limits.MaxDuration
 	// The client ends the test with TEST_END on the control connection;
 	// a client that vanishes, or a server shutdown, ends it too.
@@ -190,6 +213,11 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	if how != "complete" {
 		return rep, how, runErr
 	}
+	if err := movedNothing(&cfg, rep.Totals); err != nil {
+		// Not a result: the client is told the test failed (its control
+		// connection closes) rather than shown a clean zero.
+		return rep, "aborted", err
+	}
 	// As iperf3's server does: close the streams before the results. A
 	// client in -R reads its streams until they close.
 	for _, st := range streams {
@@ -218,6 +246,23 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	}
 	_, _ = k.state(5 * time.Second) // IPERF_DONE
 	return rep, how, nil
+}
+
+// movedNothing reports a TCP stream of a timed test that moved no byte at
+// all. Its sender writes from the first moment, so such a stream was
+// broken (on loopback, a stream whose two ends both waited to read), and
+// a report of it would read as a clean result of zero. In a byte-count
+// test a stream may legitimately get none of the shared budget.
+func movedNothing(cfg *model.TestConfig, totals []model.StreamTotal) error {
+	if cfg.IsUDP() || cfg.Duration == 0 {
+		return nil
+	}
+	for _, t := range totals {
+		if t.AllBytes == 0 {
+			return fmt.Errorf("stream %d (%s) moved no data in a %v test", t.Stream, t.Role, cfg.Duration)
+		}
+	}
+	return nil
 }
 
 // i3ParamsIn is the parameters JSON as a client sends it: booleans act by
@@ -277,27 +322,65 @@ func (p *i3ParamsIn) config() (model.TestConfig, error) {
 	return cfg, nil
 }
 
-// iperf3 error numbers (iperf_api.h) this server sends.
+// iperf3 error numbers (iperf_api.h) this server sends. A SERVER_ERROR
+// carries two numbers and no text: iperf3's client prints its own text
+// for the first (iperf_strerror), and for some (those marked "+ errno")
+// appends the C library's text for the second. A number the client's
+// version does not know prints as "int_errno=N" and says nothing, so each
+// refusal uses one that every version since 3.9 knows, or the exact one
+// when the client is new enough to know it.
 const (
-	i3ErrnoStreams  = 6   // IENUMSTREAMS
-	i3ErrnoDuration = 37  // IEMAXSERVERTESTDURATIONEXCEEDED
-	i3ErrnoProtocol = 111 // IEPROTOCOL: protocol not supported
+	i3ErrnoNewTest  = 100 // IENEWTEST "unable to create a new test" + errno
+	i3ErrnoProtocol = 131 // IEPROTOCOL "protocol does not exist"
+	i3ErrnoAccept   = 204 // IESTREAMACCEPT "unable to accept stream connection" + errno
+	// IEMAXSERVERTESTDURATIONEXCEEDED "client's requested duration
+	// exceeds the server's maximum permitted limit", since 3.20.
+	i3ErrnoDuration = 37
 )
 
-func i3ErrnoFor(err error) int32 {
+// The C errno values sent beside i3ErrnoNewTest: from the range that
+// Linux, the BSDs and macOS number alike, so the client's strerror
+// prints the same text on each.
+const (
+	errnoInvalid = 22 // EINVAL "Invalid argument"
+	errnoRange   = 34 // ERANGE "Numerical result out of range" (macOS: "Result too large")
+)
+
+// i3ErrnoFor picks the error numbers that tell an iperf3 client of
+// version clientVersion (as its parameters say, "3.12") why its test
+// was refused.
+// overDuration says the test was refused for the server's duration limit.
+func i3ErrnoFor(err error, clientVersion string, overDuration bool) (ierrno, errno int32) {
 	switch {
 	case errors.Is(err, errI3Unsupported):
-		return i3ErrnoProtocol
+		return i3ErrnoProtocol, 0
+	case CodeOf(err) == CodeLimit && overDuration && i3Minor(clientVersion) >= 20:
+		return i3ErrnoDuration, 0
 	case CodeOf(err) == CodeLimit:
-		return i3ErrnoDuration
+		// Over one of the server's limits: "unable to create a new test:
+		// Numerical result out of range". iperf3's own messages for a
+		// duration or a stream count name iperf3's maxima (86400 s,
+		// 128 streams), which are not this server's.
+		return i3ErrnoNewTest, errnoRange
 	}
-	return i3ErrnoStreams
+	return i3ErrnoNewTest, errnoInvalid
 }
 
-// i3SendError sends SERVER_ERROR with an iperf3 error number.
-func i3SendError(c net.Conn, ierrno int32) {
-	b := []byte{i3ServerError, 0, 0, 0, 0, 0, 0, 0, 0}
-	b[1], b[2], b[3], b[4] = byte(ierrno>>24), byte(ierrno>>16), byte(ierrno>>8), byte(ierrno)
+// i3Minor is the minor version of an iperf3 3.x version string, or -1.
+func i3Minor(v string) int {
+	var minor int
+	if _, err := fmt.Sscanf(v, "3.%d", &minor); err != nil {
+		return -1
+	}
+	return minor
+}
+
+// i3SendError sends SERVER_ERROR with an iperf3 error number and a C
+// errno (0: none).
+func i3SendError(c net.Conn, ierrno, errno int32) {
+	b := []byte{i3ServerError}
+	b = binary.BigEndian.AppendUint32(b, uint32(ierrno))
+	b = binary.BigEndian.AppendUint32(b, uint32(errno))
 	_, _ = c.Write(b)
 }
 

@@ -557,3 +557,192 @@ func TestIperf3BytesArriveBeforeTestEnd(t *testing.T) {
 		t.Errorf("the server counted %v of %d B; warnings %q", run.Summary[0].ReceiverBytes, n, run.Warnings)
 	}
 }
+
+// endSum is one of the sums of an iperf3 -J document's end: its bytes,
+// seconds and rate.
+func endSum(doc map[string]any, key string) (bytes, seconds, bps float64) {
+	end, _ := doc["end"].(map[string]any)
+	s, _ := end[key].(map[string]any)
+	f := func(k string) float64 { v, _ := s[k].(float64); return v }
+	return f("bytes"), f("seconds"), f("bits_per_second")
+}
+
+// serverBytes sums a server record's bytes by role.
+func serverBytes(rec perf.TestRecord, role model.Role) (b model.Bytes) {
+	for _, t := range rec.Report.Totals {
+		if t.Role == role {
+			b += t.Bytes
+		}
+	}
+	return b
+}
+
+// Stock iperf3 --bidir against a tcpscope server, many times over: the
+// server gives each data connection the role iperf3's own server would
+// (the first P accepted receive, the next P send), whatever order their
+// cookies are read in, so both directions move data and both ends count
+// the same bytes. Before, streams were numbered in the order their
+// cookies were read, and now and then both ends of a connection waited
+// to read: 0 bytes each way, reported as complete.
+func TestServeIperf3BidirRoles(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	// With 16 streams each way, about one run in four went wrong before.
+	for i := range 15 {
+		args := []string{"--bidir", "-P", "16", "-b", "5M", "-t", "1"}
+		doc, err := client(args...)
+		rec := <-records
+		if err != nil || rec.Err != nil || rec.Ended != "complete" {
+			t.Fatalf("run %d, iperf3 %v: %v; server record %v, %q", i, args, err, rec.Err, rec.Ended)
+		}
+		// Client to server: what the client wrote, the server read, by
+		// TEST_END, all of it (on loopback nothing is in flight then).
+		sent, _, sentBPS := endSum(doc, "sum_sent")
+		got, _, gotBPS := endSum(doc, "sum_received")
+		if ours := serverBytes(rec, model.Receiver); sent == 0 || got != sent || float64(ours) != sent {
+			t.Errorf("run %d: client sent %.0f B, server received %d (%.0f as the client reports it)", i, sent, ours, got)
+		}
+		if !near(sentBPS, gotBPS, 0.02) {
+			t.Errorf("run %d: client-to-server rates %.0f and %.0f bit/s differ by over 2%%", i, sentBPS, gotBPS)
+		}
+		// Server to client: iperf3's client counts what it read by the
+		// time it sends TEST_END, and with 32 streams to serve it falls
+		// behind; what waits unread in its sockets then is sent, and not
+		// counted, as with iperf3's own server.
+		rsent, _, _ := endSum(doc, "sum_sent_bidir_reverse")
+		rgot, _, _ := endSum(doc, "sum_received_bidir_reverse")
+		if ours := serverBytes(rec, model.Sender); rgot == 0 || float64(ours) != rsent || rgot > rsent {
+			t.Errorf("run %d: server sent %d B (%.0f as the client reports it), the client received %.0f", i, ours, rsent, rgot)
+		}
+		// Every stream moved data, each way.
+		end, _ := doc["end"].(map[string]any)
+		streams, _ := end["streams"].([]any)
+		for _, st := range streams {
+			for _, side := range []string{"sender", "receiver"} {
+				m, _ := st.(map[string]any)[side].(map[string]any)
+				if b, _ := m["bytes"].(float64); b == 0 {
+					t.Errorf("run %d: stream %v's %s moved nothing", i, m["socket"], side)
+				}
+			}
+		}
+		if len(streams) != 32 {
+			t.Errorf("run %d: %d streams in iperf3's report", i, len(streams))
+		}
+	}
+}
+
+// iperf3 -k in -R counts the client's reads, each of at most -l bytes,
+// as blocks: the server writes whole blocks of -l, paced a block at a
+// time, as iperf3's server does, so k reads take (nearly) k blocks, and
+// both ends count the same bytes. Before, the server's writes of 10 ms
+// of the rate made k reads take k × 25 kB at 20 Mbit/s, a fifth of k
+// blocks.
+func TestServeIperf3BlocksReverse(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	const k, block = 20, 128 << 10
+	for i := range 3 {
+		doc, err := client("-k", fmt.Sprint(k), "-R", "-b", "20M")
+		rec := <-records
+		if err != nil || rec.Err != nil || rec.Ended != "complete" {
+			t.Fatalf("run %d: %v; server record %v, %q", i, err, rec.Err, rec.Ended)
+		}
+		sent, _, sentBPS := endSum(doc, "sum_sent")
+		got, _, gotBPS := endSum(doc, "sum_received")
+		ours := serverBytes(rec, model.Sender)
+		t.Logf("run %d: server sent %d B, the client received %.0f B in %d reads", i, ours, got, k)
+		// A block split over two reads (the receive window opening
+		// mid-block, mostly in the first ones) takes two of the k, with
+		// iperf3's own server too (20 runs each: 12 and 14 of them took
+		// all 20 blocks, the rest 17-19). The server writes whole blocks.
+		// When the k-th read takes part of one, the client stops
+		// counting (TEST_END) before the rest arrives: then, and only
+		// then, the ends differ, by under a block (about 1 run in 30).
+		whole := sent == float64(int64(sent)/block*block)
+		lastSplit := whole && got < sent && sent-got < block
+		if float64(ours) != sent || (got != sent && !lastSplit) || got > k*block || got < k*block/2 {
+			t.Errorf("run %d: server sent %d B (%.0f as reported), the client received %.0f; %d blocks are %d B", i, ours, sent, got, k, k*block)
+		}
+		if !near(sentBPS, gotBPS, 0.02) {
+			t.Errorf("run %d: rates %.0f and %.0f bit/s differ by over 2%%", i, sentBPS, gotBPS)
+		}
+	}
+}
+
+// limitedServer serves tests with the given limits on a loopback port.
+func limitedServer(t *testing.T, limits perf.Limits) (port string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		(&perf.Server{Version: "test", Limits: limits}).Serve(ctx, ln)
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// runIperf3 runs the stock iperf3 client and returns its stderr and exit
+// code.
+func runIperf3(t *testing.T, args ...string) (stderr string, code int) {
+	t.Helper()
+	var errb bytes.Buffer
+	cmd := exec.Command(iperf3Bin(), args...)
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// A test refused for the server's limits reaches stock iperf3 as a
+// message it prints, with the exit status iperf3's own server's refusals
+// give. Before, it got an error number 3.12 does not know and printed
+// "int_errno=37: ".
+func TestServeIperf3RefusalText(t *testing.T) {
+	requireIperf3(t)
+	// The exit status of a refusal by iperf3's own server: a rate over
+	// its --server-bitrate-limit.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stockPort := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	stock := exec.Command(iperf3Bin(), "-s", "-1", "-B", "127.0.0.1", "-p", fmt.Sprint(stockPort), "--server-bitrate-limit", "1M")
+	if err := stock.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stock.Process.Kill(); stock.Wait() })
+	waitListen(t, stockPort)
+	stockMsg, stockCode := runIperf3(t, "-c", "127.0.0.1", "-p", fmt.Sprint(stockPort), "-t", "1", "-b", "10M")
+	if !strings.Contains(stockMsg, "error") || stockCode == 0 {
+		t.Fatalf("iperf3's own server: exit %d, %q", stockCode, stockMsg)
+	}
+	port := limitedServer(t, perf.Limits{MaxDuration: 2 * time.Second, MaxStreams: 2})
+	minor := 0
+	if out, err := exec.Command(iperf3Bin(), "--version").Output(); err == nil {
+		fmt.Sscanf(string(out), "iperf 3.%d", &minor)
+	}
+	duration := "unable to create a new test: Numerical result out of range"
+	if minor >= 20 {
+		duration = "exceeds the server's maximum permitted limit"
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "5"}, duration},
+		{[]string{"-t", "1", "-P", "3"}, "unable to create a new test: Numerical result out of range"},
+		{[]string{"-t", "1", "-b", "1k"}, "unable to create a new test: Invalid argument"},
+	} {
+		msg, code := runIperf3(t, append([]string{"-c", "127.0.0.1", "-p", port}, tc.args...)...)
+		if !strings.Contains(msg, tc.want) || code != stockCode {
+			t.Errorf("iperf3 %v: exit %d (iperf3's own refusals: %d), stderr %q; want %q", tc.args, code, stockCode, msg, tc.want)
+		}
+	}
+}

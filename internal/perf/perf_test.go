@@ -697,3 +697,26 @@ func TestUDPConfig(t *testing.T) {
 		t.Errorf("defaults: %v, %+v", err, c)
 	}
 }
+
+// A UDP receiver's time runs until the sender's closing datagram, so at a
+// low rate (a datagram every 117 ms) its rate is the sender's, in both
+// directions. Timed from the first datagram to the last, it was a
+// datagram's worth (here a tenth) higher.
+func TestUDPReceiverTime(t *testing.T) {
+	addr, _ := startServer(t, Limits{})
+	for _, reverse := range []bool{false, true} {
+		run, err := (&Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{
+			Protocol: model.UDP, Duration: time.Second, Bitrate: 100 * model.KbitPerSecond, Length: 1460, Reverse: reverse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := run.Summary[0]
+		t.Logf("reverse %v: sender %d B at %v, receiver %d B in %v: %v", reverse, s.SenderBytes, s.SenderRate, s.ReceiverBytes, s.Duration, s.Goodput)
+		if s.UDP != nil && s.UDP.Lost > 0 {
+			continue // a lost datagram is not a time's fault
+		}
+		if s.SenderBytes != s.ReceiverBytes || math.Abs(float64(s.Goodput.V-s.SenderRate.V)) > 0.02*float64(s.SenderRate.V) {
+			t.Errorf("reverse %v: goodput %v against the sender's %v", reverse, s.Goodput, s.SenderRate)
+		}
+	}
+}

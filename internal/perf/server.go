@@ -1,12 +1,14 @@
 package perf
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,7 +41,12 @@ type Server struct {
 
 	mu      sync.Mutex
 	running map[string]*serverTest // by cookie
-	wg      sync.WaitGroup
+	// udpTurn is, per client address, the one iperf3 UDP test whose
+	// streams may open now (see awaitUDPTurn); turnFreed is closed and
+	// replaced whenever a turn ends.
+	udpTurn   map[string]*serverTest
+	turnFreed chan struct{}
+	wg        sync.WaitGroup
 }
 
 // TestRecord is what the server saw of one test.
@@ -60,7 +67,11 @@ type TestRecord struct {
 type dataConn struct {
 	conn   *net.TCPConn
 	udp    *udpFlow // a UDP stream's, instead of conn
-	stream int
+	stream int      // the stream index, or -1: number it by seq
+	// seq is the connection's place in the server's accept order: an
+	// iperf3 data connection names no stream, and iperf3 assigns roles
+	// in the order its server accepted the connections.
+	seq uint64
 }
 
 func (d dataConn) close() {
@@ -78,11 +89,11 @@ type serverTest struct {
 	// full is set, under Server.mu, once every stream has arrived; later
 	// connections with the same cookie are closed, not queued.
 	full bool
-	// next numbers an iperf3 test's data connections, which carry no
-	// stream index, in arrival order (under Server.mu).
-	next int
+	// arrived counts an iperf3 test's data connections and UDP hellos,
+	// which carry no stream index (under Server.mu).
+	arrived int
 	// udp: the streams are UDP; iperf3: the client is a stock iperf3,
-	// whose UDP hellos are matched by clientIP, oldest test first; wide:
+	// whose UDP hellos are matched by clientIP (see udpIperf3); wide:
 	// its datagrams carry 64-bit counters.
 	udp, iperf3, wide bool
 	clientIP          net.IP
@@ -101,6 +112,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.mu.Lock()
 	s.running = make(map[string]*serverTest)
+	s.udpTurn = make(map[string]*serverTest)
+	s.turnFreed = make(chan struct{})
 	s.mu.Unlock()
 
 	// UDP tests use the same port number over UDP. A server that cannot
@@ -118,6 +131,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopAccept := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stopAccept()
 	var err error
+	var seq uint64
 	for {
 		c, aerr := ln.Accept()
 		if aerr != nil {
@@ -136,7 +150,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			break
 		}
-		s.wg.Go(func() { s.handle(ctx, c) })
+		seq++
+		n := seq // this connection's, not the loop's next
+		s.wg.Go(func() { s.handle(ctx, c, n) })
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -148,8 +164,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// handle tells a connection's kind by its first bytes.
-func (s *Server) handle(ctx context.Context, c net.Conn) {
+// handle tells a connection's kind by its first bytes; seq is its place
+// in the accept order.
+func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		c.Close()
@@ -168,7 +185,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 		s.data(tc)
 	default:
 		if isI3Cookie(magic[:]) {
-			s.iperf3Conn(ctx, tc, magic[:])
+			s.iperf3Conn(ctx, tc, magic[:], seq)
 			return
 		}
 		s.Logger.Debug("unknown protocol", "remote", c.RemoteAddr(), "first_bytes", fmt.Sprintf("%q", magic[:]))
@@ -226,6 +243,7 @@ func (s *Server) admit(t *serverTest) error {
 func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
+	s.freeUDPTurnLocked(t)
 	s.mu.Unlock()
 	s.closeLate(t)
 }
@@ -235,6 +253,7 @@ func (s *Server) release(t *serverTest) {
 func (s *Server) seal(t *serverTest) {
 	s.mu.Lock()
 	t.full = true
+	s.freeUDPTurnLocked(t)
 	s.mu.Unlock()
 	s.closeLate(t)
 }
@@ -300,29 +319,51 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 // errStreamsLate: a test's data connections did not all arrive in time.
 var errStreamsLate = errors.New("data connections did not arrive")
 
-// awaitStreams collects a test's data connections as they arrive (native
-// ones by the stream index in their preamble, iperf3 ones numbered in
-// arrival order), then seals the test. The streams gathered so far are
+// awaitStreams collects a test's data connections as they arrive, then
+// seals the test. Native ones name their stream index; iperf3's TCP ones
+// do not, and are numbered in the order the server accepted them once all
+// have arrived: iperf3 gives roles by that order (in --bidir the first P
+// are the client's senders), while their cookies are read concurrently
+// and reach the test in any order. The streams gathered so far are
 // returned with an error (errStreamsLate, or ctx's), for the caller to
 // close.
 func (s *Server) awaitStreams(ctx context.Context, t *serverTest, dirs []model.Direction) ([]*stream, error) {
 	streams := make([]*stream, len(dirs))
+	var unnumbered []dataConn
+	add := func(d dataConn) {
+		streams[d.stream] = &stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn, udp: d.udp}
+	}
 	deadline := time.NewTimer(handshakeTimeout)
 	defer deadline.Stop()
 	for got := 0; got < len(dirs); {
 		select {
 		case d := <-t.data:
-			if streams[d.stream] != nil {
+			switch {
+			case d.stream < 0:
+				unnumbered = append(unnumbered, d)
+			case streams[d.stream] != nil:
 				d.close()
 				continue
+			default:
+				add(d)
 			}
-			streams[d.stream] = &stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn, udp: d.udp}
 			got++
 		case <-deadline.C:
+			for _, d := range unnumbered {
+				d.close()
+			}
 			return streams, errStreamsLate
 		case <-ctx.Done():
+			for _, d := range unnumbered {
+				d.close()
+			}
 			return streams, ctx.Err()
 		}
+	}
+	slices.SortFunc(unnumbered, func(a, b dataConn) int { return cmp.Compare(a.seq, b.seq) })
+	for i, d := range unnumbered {
+		d.stream = i
+		add(d)
 	}
 	s.seal(t)
 	return streams, nil

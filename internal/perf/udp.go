@@ -280,11 +280,47 @@ func (e *end) receiveUDP(s *stream) error {
 		_ = f.conn.SetReadDeadline(next)
 	}
 	setDeadline(time.Now())
+	if e.peerCloses {
+		// The deadline above may have replaced the one in the past that
+		// finishReceivers set, had TEST_END come first: undo that. (The
+		// deadline is not moved again for iperf3: it stays at hard.)
+		if e.isStopped() {
+			_ = f.conn.SetReadDeadline(time.Unix(1, 0))
+		}
+	}
 	var lastDeadline time.Time
+	// take accounts one datagram; it reports the sender's closing one.
+	take := func(b []byte, arrival time.Duration) (fin bool) {
+		if f.account(b, arrival) {
+			return true
+		}
+		if s.first == 0 {
+			s.first = arrival
+		}
+		s.finished = arrival
+		s.moved.Add(int64(len(b)))
+		return false
+	}
 	for {
 		n, oobn, _, _, err := f.conn.ReadMsgUDP(buf, oob)
+		if err != nil && e.peerCloses && e.isStopped() {
+			// iperf3 ended the test on its control connection (TEST_END).
+			// The datagrams that had arrived are the test's, even if this
+			// reader had not got to them: the client counted them as
+			// sent. The test's time ran until TEST_END, as iperf3's
+			// receiver counts it, not to the last datagram: a sender
+			// that kept ahead of its rate sends its last one early.
+			derr := drainQueued(f.conn, buf, func(b []byte) { take(b, e.since()) })
+			s.finished = e.stoppedAt()
+			return derr
+		}
 		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) || (e.peerCloses && e.isStopped()) {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// No closing datagram (all were lost): the sender ran
+				// to the planned end unless the test was stopped.
+				if p := span(&e.cfg); p > 0 && !e.isStopped() {
+					s.finished = max(s.finished, p)
+				}
 				break
 			}
 			if isTransientSendError(err) {
@@ -305,17 +341,16 @@ func (e *end) receiveUDP(s *stream) error {
 			f.drops.Store(drops)
 		}
 		arrival := now.Sub(e.t0)
-		if f.account(buf[:n], arrival) {
+		if take(buf[:n], arrival) {
+			// The sender is done: the test's time ends here, not at
+			// the last datagram, which a sender ahead of its rate
+			// sends early.
+			s.finished = arrival
 			break
 		}
-		if s.first == 0 {
-			s.first = arrival
-		}
-		s.finished = arrival
-		s.moved.Add(int64(n))
 		// Moving the deadline costs a system call: once a tenth of the
 		// linger is enough.
-		if now.Sub(lastDeadline) > udpLinger/10 {
+		if !e.peerCloses && now.Sub(lastDeadline) > udpLinger/10 {
 			setDeadline(now)
 			lastDeadline = now
 		}

@@ -163,21 +163,19 @@ func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAd
 }
 
 // udpIperf3 opens an iperf3 client's UDP stream. iperf3's hello names no
-// test: it belongs to the iperf3 UDP test from the same address still
-// waiting for streams (the oldest, should there be several).
+// test, so the server lets one iperf3 UDP test per client address at a
+// time ask for its streams (see awaitUDPTurn): the hello belongs to that
+// test, and streams are numbered in arrival order.
 func (s *Server) udpIperf3(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr) {
 	s.mu.Lock()
-	var t *serverTest
-	for _, r := range s.running {
-		if r.udp && r.iperf3 && !r.full && r.next < r.nconn && r.clientIP.Equal(peer.IP) &&
-			(t == nil || r.admitted.Before(t.admitted)) {
-			t = r
-		}
+	t := s.udpTurn[udpTurnKey(peer.IP)]
+	if t != nil && (t.full || t.arrived >= t.nconn) {
+		t = nil
 	}
 	var id int
 	if t != nil {
-		id = t.next
-		t.next++
+		id = t.arrived
+		t.arrived++
 	}
 	s.mu.Unlock()
 	if t == nil {
@@ -235,4 +233,59 @@ func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.Tes
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: uc.LocalAddr().String()})
 	}
 	return streams, nil
+}
+
+// udpTurnWait bounds how long an iperf3 UDP test waits for an earlier one
+// from the same address to get its streams: that one gets them, or gives
+// up after handshakeTimeout.
+const udpTurnWait = handshakeTimeout + 2*time.Second
+
+// errUDPTurn: an earlier iperf3 UDP test from the same address held the
+// turn for longer than udpTurnWait.
+var errUDPTurn = errors.New("another iperf3 UDP test from the same address was still opening its streams")
+
+func udpTurnKey(ip net.IP) string { return string(ip.To16()) }
+
+// awaitUDPTurn waits until t, an iperf3 UDP test, is the only one from its
+// client's address waiting for UDP streams. Its hellos (four bytes from an
+// ephemeral port) name no test: with two tests from one address asking
+// at once, a hello could belong to either, and a wrong guess swaps their
+// results. So a second test is told to open its streams (CREATE_STREAMS)
+// only once the first has all of its own.
+func (s *Server) awaitUDPTurn(ctx context.Context, t *serverTest) error {
+	key := udpTurnKey(t.clientIP)
+	deadline := time.NewTimer(udpTurnWait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if s.udpTurn[key] == nil {
+			s.udpTurn[key] = t
+			s.mu.Unlock()
+			return nil
+		}
+		freed := s.turnFreed
+		s.mu.Unlock()
+		select {
+		case <-freed:
+		case <-deadline.C:
+			return errUDPTurn
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// freeUDPTurnLocked ends t's turn, if it has it, and wakes the tests
+// waiting for one. Called with s.mu held.
+func (s *Server) freeUDPTurnLocked(t *serverTest) {
+	if !t.udp || !t.iperf3 {
+		return
+	}
+	key := udpTurnKey(t.clientIP)
+	if s.udpTurn[key] != t {
+		return
+	}
+	delete(s.udpTurn, key)
+	close(s.turnFreed)
+	s.turnFreed = make(chan struct{})
 }
