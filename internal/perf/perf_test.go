@@ -711,7 +711,7 @@ func TestUDPReceiverTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := run.Summary[0]
-		t.Logf("reverse %v: sender %d B at %v, receiver %d B in %v: %v", reverse, s.SenderBytes, s.SenderRate, s.ReceiverBytes, s.Duration, s.Goodput)
+		t.Logf("reverse %v: sender %d B at %v, receiver %d B in %v: %v", reverse, s.SenderBytes.V, s.SenderRate, s.ReceiverBytes.V, s.Duration, s.Goodput)
 		if s.UDP != nil && s.UDP.Lost > 0 {
 			continue // a lost datagram is not a time's fault
 		}
