@@ -203,3 +203,6 @@ func parseRate(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	return v * mult, err
 }
+
+// needsReference says whether Check holds the case to stock's run.
+func (c Case) needsReference() bool { return hasFlag(c.Args, "-k") }

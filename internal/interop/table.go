@@ -22,7 +22,8 @@ type Tally struct {
 // Matrix runs every case every way, rounds times, interleaved (round by
 // round, so a slow moment of the machine falls on all ways alike), and
 // tallies the checks. The reference runs in the first refRounds rounds
-// only (at least one, since -k is held to it). progress, if not nil,
+// only; with refRounds 0, once and only where a check needs it (-k is
+// held to stock's count). progress, if not nil,
 // hears each result.
 func (h *Harness) Matrix(ctx context.Context, cases []Case, rounds, refRounds int, progress func(Result, []string)) map[string]map[Way]*Tally {
 	out := map[string]map[Way]*Tally{}
@@ -44,7 +45,7 @@ func (h *Harness) Matrix(ctx context.Context, cases []Case, rounds, refRounds in
 			}
 			ref := refs[c.Name]
 			fresh := false
-			if ok, _ := c.Served(Reference); ok && (ref == nil || round < refRounds) {
+			if ok, _ := c.Served(Reference); ok && (ref == nil && (refRounds > 0 || c.needsReference()) || round < refRounds) {
 				rs := h.Run(ctx, c, Reference)
 				ref, fresh = &rs[0], true
 				refs[c.Name] = ref
