@@ -75,6 +75,9 @@ const (
 	// lossyShare: loss of at least this share is reported even when it
 	// did not set the rate.
 	lossyShare = 0.0005
+	// lossyPeak: loss of which more than this share fell in one measured
+	// interval is one episode, not a path that loses.
+	lossyPeak = 0.5
 	// lossFloor: below this retransmitted share loss is negligible.
 	lossFloor = 1e-5
 	// mathisBand: goodput within [1/mathisBand, mathisBand] × the Mathis

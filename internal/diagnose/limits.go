@@ -58,8 +58,14 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 	return []model.Finding{bottleneck(v, o)}
 }
 
-// rwndBinds: the receiver's window held the sender back.
+// rwndBinds: the receiver's window held the sender back. Not with a
+// queue built up on the path: a window that lets a queue stand is larger
+// than the path's bandwidth-delay product, and the bottleneck, not the
+// window, sets the rate.
 func rwndBinds(v *view) bool {
+	if pathFull(v) {
+		return false
+	}
 	l := v.limited
 	atWindow := v.windowOK && v.receivedOK && float64(v.goodput) >= nearWindow*float64(v.windowBound)
 	receiverBound := v.cwndOverRwnd >= limitedShare && v.loss < lossFloor
@@ -247,6 +253,9 @@ func slowReader(v *view) model.Finding {
 // same ceiling in every such sample (a watched socket, application
 // unknown).
 func sndbufBinds(v *view, run *model.Run) bool {
+	if pathFull(v) {
+		return false // the buffer held more than the path's BDP: the bottleneck set the rate
+	}
 	l := v.limited
 	if v.limitedOK && l.Sndbuf >= sndbufShare && l.Sndbuf >= l.Cwnd {
 		return true

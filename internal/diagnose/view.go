@@ -113,6 +113,11 @@ type view struct {
 	loss    float64 // retransmitted / sent bytes at the sender
 	lossOK  bool
 	retrans uint32
+	// retransPeak is the largest share of the measured period's
+	// retransmissions that fell in one interval (≥ 3 intervals with
+	// retransmissions counted); 0 when not known. Near 1: one episode
+	// (slow start's overshoot, one outage), not a path losing steadily.
+	retransPeak float64
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -340,6 +345,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	var wnds []model.Bytes
 	var idleQ, idleNS, idleFl, idleCw []model.Bytes
 	over, measured, allMeasured := 0, 0, 0
+	retransIn := map[int]uint32{}
 	for _, iv := range snd.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
@@ -353,6 +359,9 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			v.life = max(v.life, iv.End)
 			if w, ok := si.TCP.SndWnd.Get(); ok && w < closedWindow(si.TCP.SndMSS) {
 				v.zeroWindows++
+			}
+			if !iv.Omitted {
+				retransIn[iv.Index] += si.RetransSegs
 			}
 			if iv.Omitted || after(sndStop, si) {
 				continue
@@ -388,6 +397,16 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			if d, ok := tcp.DeliveryRate.Get(); ok && !tcp.DeliveryRateAppLimited {
 				v.deliveryMax = max(v.deliveryMax, d)
 			}
+		}
+	}
+	if len(retransIn) >= 3 {
+		var total, peak uint32
+		for _, n := range retransIn {
+			total += n
+			peak = max(peak, n)
+		}
+		if total > 0 {
+			v.retransPeak = float64(peak) / float64(total)
 		}
 	}
 	if allMeasured > 0 {
