@@ -69,9 +69,11 @@ const (
 	// bloatAdded and at least bloatRatio × the minimum RTT is bufferbloat.
 	bloatAdded = 20 * time.Millisecond
 	bloatRatio = 1.0
-	// fullQueueMin: queueing delay of at least this (and a quarter of the
-	// minimum RTT) means the bottleneck's queue was in use.
-	fullQueueMin = 2 * time.Millisecond
+	// fullQueueMin and fullQueueShare: queueing delay of at least this
+	// (and this share of the minimum RTT) means the bottleneck's queue
+	// was in use: the sender reached the path's rate.
+	fullQueueMin   = 2 * time.Millisecond
+	fullQueueShare = 0.05
 	// lossyShare: loss of at least this share is reported even when it
 	// did not set the rate.
 	lossyShare = 0.0005
@@ -91,7 +93,11 @@ const (
 	// plateauSpread of itself.
 	policerLoss       = 0.01
 	policerOverMathis = 1.5
-	plateauSpread     = 1.25
+	plateauSpread     = 1.15
+	// policerSustained: a policer drops whenever the sender exceeds its
+	// rate, so it loses in (almost) every interval; slow start's one
+	// overshoot does not.
+	policerSustained = 0.75
 	// smallMSS: an MSS below this on a path whose MTU allows 1460 is small.
 	smallMSS = 1000
 	// rtoShare: a sender that spent this share of the test recovering
@@ -325,7 +331,7 @@ func bufferFor(w model.Bytes) model.Bytes {
 // the bottleneck was full, and its losses were the queue overflowing
 // (congestion), not what set the rate.
 func pathFull(v *view) bool {
-	return v.minRTT > 0 && v.srtt-v.minRTT >= max(fullQueueMin, v.minRTT/4)
+	return v.minRTT > 0 && v.srtt-v.minRTT >= max(fullQueueMin, time.Duration(fullQueueShare*float64(v.minRTT)))
 }
 
 // mathisBound is what loss-based senders (reno, cubic) average at the

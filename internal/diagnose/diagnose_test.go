@@ -198,6 +198,18 @@ func TestLimits(t *testing.T) {
 			"the same path, a run where the window held the sender 99% of the time", nil},
 		{"pmtu-blackhole.jumbo-download", []string{"pmtu-blackhole"}, []string{"bottleneck", "small-mss"},
 			"the server sent into a black hole and its report never came: the receiver's 0 B and 536-byte rcv_mss read as a 0 bit/s bottleneck", nil},
+		{"bottleneck.window-over-bdp", []string{"bottleneck"}, []string{"rwnd-limited"},
+			"tuned hosts on 1 Gbit/s, 21 ms: reno waited on a window larger than the path's BDP, with a queue standing", nil},
+		{"bottleneck.slow-start-overshoot", []string{"bottleneck"}, []string{"policer", "lossy-path"},
+			"reno on 100 Mbit/s, 150 ms: slow start's overshoot lost 1.9% in the first intervals, then none", nil},
+		{"bottleneck.reno-queue", []string{"bottleneck"}, []string{"loss-limited"},
+			"reno at the 100 Mbit/s link rate building a queue, 2 losses in 4 s", nil},
+		{"bottleneck.loopback-reno", []string{"bottleneck"}, []string{"rwnd-limited"},
+			"loopback: reno's congestion window outgrows the receive window, 17% window-limited", nil},
+		{"bottleneck.loopback-reno-sndbuf", []string{"bottleneck"}, []string{"sndbuf-limited"},
+			"loopback: the send buffer holds the reader's backlog", nil},
+		{"bottleneck.loopback-cubic", []string{"bottleneck"}, []string{"slow-reader"},
+			"loopback: 3.5 MiB unread with the sender window-limited 19% of the time", nil},
 		{"policer.cubic", []string{"policer"}, []string{"lossy-path", "loss-limited"},
 			"cubic through a 10 Mbit/s policer: 11.9% retransmitted with the round trip at its minimum", nil},
 	} {
@@ -269,6 +281,28 @@ func TestBlackHoleFromAcks(t *testing.T) {
 	for _, f := range fs {
 		if strings.Contains(f.Summary, "0 bit/s") || strings.Contains(f.Summary, "no data arrived") {
 			t.Errorf("%s reads an unknown as zero: %s", f.ID, f.Summary)
+		}
+	}
+}
+
+// TestOldIperf3Result: a result saved before no_kernel_state existed
+// carries a zeroed final sample for a stock iperf3 peer (here the server
+// that sent, -R). Zeros are not the peer's kernel: no sack-off or
+// timestamps-off (both ends negotiated them), no bottleneck claiming the
+// hosts did not hold the sender back.
+func TestOldIperf3Result(t *testing.T) {
+	run := load(t, "sender-unknown.iperf3-reverse")
+	run.Remote.NoKernelState = false
+	for i := range run.Remote.Totals {
+		run.Remote.Totals[i].Final = &model.Sample{}
+	}
+	fs := Test(run, Options{})
+	if fs[0].ID != "sender-unknown" {
+		t.Errorf("verdict %s: %s", fs[0].ID, fs[0].Summary)
+	}
+	for _, f := range fs {
+		if f.ID == "sack-off" || f.ID == "timestamps-off" || f.ID == "bottleneck" {
+			t.Errorf("%s from a zeroed sample: %s", f.ID, f.Summary)
 		}
 	}
 }

@@ -63,10 +63,16 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 // than the path's bandwidth-delay product, and the bottleneck, not the
 // window, sets the rate.
 func rwndBinds(v *view) bool {
-	if pathFull(v) {
-		return false
-	}
 	l := v.limited
+	switch {
+	case pathFull(v):
+		return false
+	case v.local:
+		// Over loopback the window holds what the reader has not yet
+		// taken, and any congestion window outgrows it: only a sender
+		// that waited on it most of the time was held by it.
+		return v.limitedOK && l.Rwnd >= limitedShare && l.Rwnd >= l.Cwnd
+	}
 	atWindow := v.windowOK && v.receivedOK && float64(v.goodput) >= nearWindow*float64(v.windowBound)
 	receiverBound := v.cwndOverRwnd >= limitedShare && v.loss < lossFloor
 	switch {
@@ -176,6 +182,12 @@ var wscaleFix = []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysct
 // window many times below the largest means a buffer full of unread data.
 func slowReading(v *view) bool {
 	waited := v.cwndOverRwnd >= limitedShare || (v.limitedOK && v.limited.Rwnd >= rwndSomeShare)
+	if v.local {
+		// Over loopback any reader is slower than the delivery, and
+		// the congestion window outgrows any receive window: the
+		// sender must have waited on the reader most of the time.
+		waited = v.limitedOK && v.limited.Rwnd >= limitedShare
+	}
 	if v.recvQOK && v.windowOK {
 		return waited && v.medianRecvQ >= minUnread && v.medianRecvQ >= v.medianWindow
 	}
@@ -253,11 +265,16 @@ func slowReader(v *view) model.Finding {
 // same ceiling in every such sample (a watched socket, application
 // unknown).
 func sndbufBinds(v *view, run *model.Run) bool {
-	if pathFull(v) {
-		return false // the buffer held more than the path's BDP: the bottleneck set the rate
-	}
 	l := v.limited
-	if v.limitedOK && l.Sndbuf >= sndbufShare && l.Sndbuf >= l.Cwnd {
+	switch {
+	case pathFull(v):
+		return false // the buffer held more than the path's BDP: the bottleneck set the rate
+	case v.local:
+		// Over loopback "in flight" is the reader's backlog: a full
+		// send buffer there is the reader's pace, which a larger
+		// buffer does not change; only the kernel's own count counts.
+		return v.limitedOK && l.Sndbuf >= limitedShare && l.Sndbuf >= l.Cwnd
+	case v.limitedOK && l.Sndbuf >= sndbufShare && l.Sndbuf >= l.Cwnd:
 		return true
 	}
 	return v.fullShare >= appShare && v.fullSamples >= minFullSamples && run.Config.Bitrate == 0 && (v.test || v.sendQPlateau)
@@ -413,7 +430,7 @@ func pacingLimited(v *view, run *model.Run) model.Finding {
 // random loss's, so the rule is for loss-based senders.
 func policer(v *view, o Options) (model.Finding, bool) {
 	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || v.cc == "bbr" || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) ||
-		v.rateSpread == 0 || v.rateSpread > plateauSpread {
+		v.rateSpread == 0 || v.rateSpread > plateauSpread || v.retransSpread < policerSustained {
 		return model.Finding{}, false
 	}
 	bound := mathisBound(v, o)

@@ -117,7 +117,8 @@ type view struct {
 	// retransmissions that fell in one interval (≥ 3 intervals with
 	// retransmissions counted); 0 when not known. Near 1: one episode
 	// (slow start's overshoot, one outage), not a path losing steadily.
-	retransPeak float64
+	// retransSpread is the share of those intervals that had any.
+	retransPeak, retransSpread float64
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -221,16 +222,14 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	n := 0
 	for i := range snd.Totals {
 		t := &snd.Totals[i]
-		if t.Role != model.Sender || !ids[t.Stream] || t.Final == nil {
+		if t.Role != model.Sender || !ids[t.Stream] || !kernelRead(t.Final) {
 			continue
 		}
 		f := t.Final
 		v.life = max(v.life, f.At)
 		if n == 0 {
 			v.mss, v.pmtu, v.cc = f.SndMSS, f.PMTU, f.Congestion
-			if f.KernelLen > 0 {
-				v.opts, v.optsOK = f.Options, true
-			}
+			v.opts, v.optsOK = f.Options, true
 		}
 		n++
 		if l, ok := t.Limited.Get(); ok {
@@ -273,10 +272,10 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	fromReceiver := n == 0
 	for i := range rcv.Totals {
 		t := &rcv.Totals[i]
-		if t.Role == model.Receiver && ids[t.Stream] && t.Final != nil {
+		if t.Role == model.Receiver && ids[t.Stream] && kernelRead(t.Final) {
 			v.advMSS = max(v.advMSS, t.Final.AdvMSS)
 			v.rcvMSS = max(v.rcvMSS, t.Final.RcvMSS)
-			if fromReceiver && t.Final.KernelLen > 0 {
+			if fromReceiver {
 				// Only the receiver's end is known (a server's own view
 				// of what it received): the options were negotiated for
 				// both, and its MSS and path MTU are the connection's.
@@ -401,12 +400,17 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	}
 	if len(retransIn) >= 3 {
 		var total, peak uint32
+		with := 0
 		for _, n := range retransIn {
 			total += n
 			peak = max(peak, n)
+			if n > 0 {
+				with++
+			}
 		}
 		if total > 0 {
 			v.retransPeak = float64(peak) / float64(total)
+			v.retransSpread = float64(with) / float64(len(retransIn))
 		}
 	}
 	if allMeasured > 0 {
@@ -446,6 +450,12 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 		v.loss, v.lossOK = p, true
 	}
 }
+
+// kernelRead reports whether a final sample came from a kernel: the
+// kernel always says how long its tcp_info is. Results saved before
+// no_kernel_state existed carry a zeroed final for a stock iperf3 peer,
+// whose options (no SACK, no timestamps) and counters are not its own.
+func kernelRead(f *model.Sample) bool { return f != nil && f.KernelLen > 0 }
 
 // closedWindow is the window under which a sender is stopped: under two
 // segments, since Linux still advertises one scale unit (1 KiB at scale
