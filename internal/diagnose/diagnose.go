@@ -103,8 +103,6 @@ const (
 	// rtoShare: a sender that spent this share of the test recovering
 	// from timeouts stalled.
 	rtoShare = 0.1
-	// reorderDegree: the kernel starts at 3; above it the path reordered.
-	reorderDegree = 3
 	// minReorderings and reorderShare: reordering is reported when at
 	// least minReorderings were seen and at least reorderShare of the
 	// segments sent (a healthy path reorders none; a few per million are

@@ -125,7 +125,7 @@ func rwndLimited(v *view, run *model.Run, o Options) model.Finding {
 			rate(tcpmath.WindowRate(fullWindow64K, v.minRTT)), rate(v.goodput))
 		f.Explanation = wscaleExplanation
 		f.Evidence = append(f.Evidence, model.Evidence{What: "window scaling negotiated", Value: "no", Source: v.source(model.Sender)})
-		f.Fix = wscaleFix
+		f.Fix = wscaleFix()
 		w, r := targetWindow(v, o, fullWindow64K)
 		f.Effect = fmt.Sprintf("with window scaling and %s of receive buffer the window bound rises from %s to about %s",
 			bufferFor(w).Binary(), rate(v.windowBound), rate(r))
@@ -168,8 +168,10 @@ func rwndLimited(v *view, run *model.Run, o Options) model.Finding {
 const wscaleExplanation = "Without the window scale option (RFC 7323) a TCP window is a 16-bit number, at most 65,535 bytes, and a sender can have no more than one window in flight per round trip. " +
 	"Either end can turn it off, and a middlebox can strip it from the handshake; then no buffer size helps."
 
-var wscaleFix = []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_window_scaling=1"},
-	{Where: "path", Kind: "firewall", Command: "if both ends have it on, find the middlebox that strips TCP options from SYNs"}}
+func wscaleFix() []model.Fix {
+	return []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_window_scaling=1"},
+		{Where: "path", Kind: "firewall", Command: "if both ends have it on, find the middlebox that strips TCP options from SYNs"}}
+}
 
 // slowReading: the receiving application left data unread while the
 // sender waited on the window. The receiver's own queue (SIOCINQ) shows
@@ -234,7 +236,9 @@ func slowReader(v *view) model.Finding {
 		}
 	case !v.recvQOK:
 		f.Confidence = model.Medium
-		f.Summary += " Seen from the sender's end only: the receiver's unread data was not read."
+		if !v.rcvKernel {
+			f.Summary += " Seen from the sender's end only: the receiver's kernel was not read."
+		}
 		f.Evidence = append(f.Evidence, rttEvidence(v))
 	default:
 		f.Evidence = append(f.Evidence, rttEvidence(v))
@@ -590,7 +594,7 @@ func receiverOnly(v *view, run *model.Run, o Options) model.Finding {
 			f.Evidence = []model.Evidence{goodputEvidence(v),
 				{What: "window scaling negotiated", Value: "no", Source: v.source(model.Receiver)},
 				{What: "receiver's RTT estimate (rcv_rtt, median)", Value: v.rcvRTT.Round(time.Microsecond).String(), Source: v.source(model.Receiver)}}
-			f.Fix = wscaleFix
+			f.Fix = wscaleFix()
 			return f
 		}
 	}
