@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,13 +19,14 @@ import (
 )
 
 type diagnoseFlags struct {
-	target    model.Bitrate
-	duration  time.Duration
-	parallel  int
-	port      int
-	direction string
-	json      bool
-	verbose   bool
+	target     model.Bitrate
+	duration   time.Duration
+	parallel   int
+	port       int
+	direction  string
+	congestion string
+	json       bool
+	verbose    bool
 }
 
 // diagnoseResult is the JSON of `tcpscope diagnose`.
@@ -35,12 +37,18 @@ type diagnoseResult struct {
 	Findings []model.Finding  `json:"findings"`
 	Took     time.Duration    `json:"took_ns"`
 	Limits   []directionLimit `json:"limits"`
+	// Errors says why tests broke off; their runs and findings are kept
+	// (a broken path's diagnosis is why it broke).
+	Errors []string `json:"errors,omitempty"`
 }
 
 type directionLimit struct {
 	Direction model.Direction          `json:"direction"`
 	Goodput   model.Opt[model.Bitrate] `json:"goodput,omitzero"`
-	Finding   string                   `json:"finding"`
+	// Finding is the verdict's id; when several limits bind together,
+	// Also lists the others.
+	Finding string   `json:"finding"`
+	Also    []string `json:"also,omitempty"`
 }
 
 func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -74,6 +82,7 @@ With the defaults it takes about 11 s.`,
 	fl.IntVarP(&f.parallel, "parallel", "P", 1, "streams per test")
 	fl.IntVarP(&f.port, "port", "p", 5201, "server port when HOST has none")
 	fl.StringVar(&f.direction, "direction", "both", "which way to test: up (client sends), down (server sends) or both")
+	fl.StringVarP(&f.congestion, "congestion", "C", "", "congestion control algorithm of the tests (cubic, bbr, reno, ...), as tcpscope test -C")
 	fl.BoolVarP(&f.json, "json", "J", false, "print everything as one JSON document")
 	fl.BoolVarP(&f.verbose, "verbose", "V", false, "add each finding's explanation")
 	return cmd
@@ -128,38 +137,59 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	say("2. path to %s: RTT %v (min of %d handshakes; median %v), MSS %d B, path MTU %d B", addr,
 		res.Path.RTTMin.Round(time.Microsecond), res.Path.Connects, res.Path.RTTMedian.Round(time.Microsecond), res.Path.MSS, res.Path.PMTU)
 
-	// 3. The tests.
+	// 3. The tests. A test that breaks off still has a run: what it
+	// measured is the diagnosis of why it broke (a path-MTU black hole
+	// stalls every test), so it is kept and the next test runs.
 	client := &perf.Client{Version: Version, Network: "tcp"}
+	var testErr error
+	var measured model.Bitrate
 	for _, reverse := range dirs {
-		cfg := model.TestConfig{Duration: f.duration, Parallel: f.parallel, Reverse: reverse, Omit: min(time.Second, f.duration/4)}
+		cfg := model.TestConfig{Duration: f.duration, Parallel: f.parallel, Reverse: reverse, Omit: min(time.Second, f.duration/4),
+			Congestion: f.congestion}
 		run, err := client.Run(ctx, addr, cfg)
-		if err != nil {
+		if run == nil {
 			return err
+		}
+		if err != nil {
+			testErr = cmp.Or(testErr, err)
+			res.Errors = append(res.Errors, err.Error())
 		}
 		res.Runs = append(res.Runs, run)
 		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
 		for _, s := range run.Summary {
 			lim := directionLimit{Direction: s.Direction, Goodput: s.Goodput}
 			for _, fd := range run.Diagnosis {
-				if fd.Primary && fd.Direction == s.Direction {
+				switch {
+				case !fd.Primary || fd.Direction != s.Direction:
+				case lim.Finding == "":
 					lim.Finding = fd.ID
+				default:
+					lim.Also = append(lim.Also, fd.ID)
 				}
 			}
 			res.Limits = append(res.Limits, lim)
 			got, retr := "goodput not measured", "retransmissions not measured"
 			if g, ok := s.Goodput.Get(); ok {
 				got = g.String()
+				measured = max(measured, g)
 			}
 			if n, ok := s.RetransSegs.Get(); ok {
 				retr = fmt.Sprintf("retransmitted %d segments", n)
 			}
-			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), f.duration, got, retr, lim.Finding)
+			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), f.duration, got, retr, lim.words())
+		}
+		if err != nil {
+			say("   the test broke off: %v", err)
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
 
 	// 4. Findings, from the bottom up. The host is sized for the target
-	// over the path's measured round trip.
-	all := diagnose.Host(res.Host, diagnose.HostOptions{Target: f.target, RTT: res.Path.RTTMin})
+	// over the path's measured round trip, and its buffers judged against
+	// the rate the tests measured.
+	all := diagnose.Host(res.Host, diagnose.HostOptions{Target: f.target, RTT: res.Path.RTTMin, Measured: measured})
 	all = append(all, diagnose.Path(res.Path)...)
 	for _, r := range res.Runs {
 		all = append(all, r.Diagnosis...)
@@ -169,19 +199,29 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+		return testErr
 	}
 	say("")
 	var limits []string
 	for _, l := range res.Limits {
-		limits = append(limits, fmt.Sprintf("%s %s (%s)", directionWords(l.Direction), l.Goodput, l.Finding))
+		limits = append(limits, fmt.Sprintf("%s %s (%s)", directionWords(l.Direction), l.Goodput, l.words()))
 	}
 	say("what limits this path: %s", strings.Join(limits, "; "))
 	if err := report.WriteLayers(stdout, res.Findings, f.verbose); err != nil {
 		return err
 	}
 	say("(took %v)", res.Took.Round(100*time.Millisecond))
-	return nil
+	// A test that broke off ends the command with its error (and exit
+	// code), after everything it showed.
+	return testErr
+}
+
+// words names a direction's verdict: its limit, and those binding with it.
+func (l directionLimit) words() string {
+	return strings.Join(append([]string{l.Finding}, l.Also...), " + ")
 }
 
 func directionWords(d model.Direction) string {

@@ -47,6 +47,24 @@ func TestConnectionFromOneEnd(t *testing.T) {
 	}
 }
 
+// A watched socket's send buffer full in every sample (nothing unsent, the
+// queue at the same ceiling, in flight far below both windows) is a full
+// buffer, not an idle application; one fed at a paced rate is the
+// application. The series stop before the test's writer did: a watched
+// socket's application goes on.
+func TestConnectionSendBuffer(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"sndbuf-limited.full-buffer", "sndbuf-limited"},
+		{"sender-app-limited", "sender-app-limited"},
+	} {
+		series := senderSeries(t, tc.id)
+		series = series[:len(series)-1] // the sample after the writer stopped
+		if fs := Connection(series, Options{}); len(fs) == 0 || fs[0].ID != tc.want {
+			t.Errorf("%s watched from the sender: findings %v, want %s first", tc.id, ids(fs), tc.want)
+		}
+	}
+}
+
 // A receiving socket: the direction flips and the run is well formed.
 func TestConnectionReceiver(t *testing.T) {
 	s := []model.Sample{{At: 0, BytesReceived: model.Some[model.Bytes](0)},

@@ -14,10 +14,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden findings")
 
-// TestRecorded diagnoses runs recorded in the lab (testdata/ID.json, by
-// TestScenarios -record) and compares the findings with
-// testdata/ID.golden.json; -update rewrites them. Each recording is named
-// after the finding it must produce.
+// TestRecorded diagnoses runs recorded in the lab and on loopback
+// (testdata/ID.json by TestScenarios -record, testdata/ID.VARIANT.json by
+// TestServedIperf3 -record or saved from tcpscope test --json) and
+// compares the findings with the .golden.json beside each; -update
+// rewrites them. Each recording is named after the finding it must
+// produce.
 func TestRecorded(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.json")
 	if err != nil {
@@ -30,6 +32,8 @@ func TestRecorded(t *testing.T) {
 		}
 		n++
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		// ID.json, or ID.VARIANT.json for more recordings of one finding.
+		want, _, _ := strings.Cut(name, ".")
 		t.Run(name, func(t *testing.T) {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -40,8 +44,8 @@ func TestRecorded(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := Test(&run, Options{})
-			if !slices.ContainsFunc(got, func(f model.Finding) bool { return f.ID == name }) {
-				t.Errorf("findings %v, want %s among them", ids(got), name)
+			if !slices.ContainsFunc(got, func(f model.Finding) bool { return f.ID == want }) {
+				t.Errorf("findings %v, want %s among them", ids(got), want)
 			}
 			out, err := json.MarshalIndent(got, "", "  ")
 			if err != nil {
@@ -83,5 +87,222 @@ func TestTargetSizesTheFix(t *testing.T) {
 	// Without window scaling the fix is the sysctl, whatever the target.
 	if len(f.Fix) == 0 || !strings.Contains(f.Fix[0].Command, "tcp_window_scaling=1") {
 		t.Errorf("fix %+v", f.Fix)
+	}
+}
+
+// load reads a recorded run from testdata.
+func load(t *testing.T, name string) *model.Run {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run model.Run
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatal(err)
+	}
+	return &run
+}
+
+// primaries lists a diagnosis's primary findings, in order.
+func primaries(fs []model.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Primary {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
+// TestVerdict holds the one-verdict rule over every recording: in each
+// direction the first finding is primary, and when anything of warning
+// or critical severity stands beside the limit, the verdict names it in
+// its summary, is at least as severe, and does not call the transfer
+// healthy. (Before the rule, a 2 s queue on an 8 Mbit/s link was headed
+// by an info "bottleneck ... how a healthy transfer looks" with the
+// bufferbloat a footnote; so were 1% reordering and a 536-byte MSS.)
+func TestVerdict(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".golden.json") {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			fs := Test(load(t, name), Options{})
+			for _, dir := range []model.Direction{model.ClientToServer, model.ServerToClient} {
+				var head *model.Finding
+				for i := range fs {
+					f := &fs[i]
+					if f.Direction != dir {
+						continue
+					}
+					if head == nil {
+						if !f.Primary {
+							t.Fatalf("%s: the first finding, %s, is not primary", dir, f.ID)
+						}
+						head = f
+						continue
+					}
+					if f.Primary || f.Severity == model.Info {
+						continue
+					}
+					if !strings.Contains(head.Summary, "("+f.ID+")") {
+						t.Errorf("%s: %s [%s] stands, and the verdict does not name it: %s", dir, f.ID, f.Severity, head.Summary)
+					}
+					if head.Severity.Rank() > f.Severity.Rank() {
+						t.Errorf("%s: verdict %s is %s beside %s [%s]", dir, head.ID, head.Severity, f.ID, f.Severity)
+					}
+					if strings.Contains(head.Explanation, "healthy") {
+						t.Errorf("%s: verdict calls the transfer healthy beside %s: %s", dir, f.ID, head.Explanation)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLimits: the primary findings of recorded runs that were diagnosed
+// wrongly, and findings that must not appear there.
+func TestLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		want  []string // the primary findings, in order
+		not   []string
+		why   string
+		named []string // findings the verdict must name
+	}{
+		{"bufferbloat.8m-2s-queue", []string{"bottleneck"}, nil,
+			"an 8 Mbit/s link with a 2 s queue: the round trip 17 times its minimum was a footnote to an info bottleneck", []string{"bufferbloat"}},
+		{"reordering.1pct", []string{"bottleneck"}, nil, "1% reordering at the bottleneck's rate", []string{"reordering"}},
+		{"small-mss.536", []string{"bottleneck"}, nil, "a 536-byte MSS clamp at the bottleneck's rate", []string{"small-mss"}},
+		{"bottleneck.loopback", []string{"bottleneck"}, []string{"sender-app-limited", "reordering", "lossy-path", "slow-reader"},
+			"loopback at 21 Gbit/s, 89% cwnd-limited: the sample taken after the writer stopped read as an idle application; reordering and drops of the host's own blamed on a path", nil},
+		{"bottleneck.loopback-reader", []string{"bottleneck"}, []string{"slow-reader", "reordering"},
+			"loopback: bytes wait in the reader's queue though the sender never waited on the window (4%)", nil},
+		{"sender-unknown.iperf3-reverse", []string{"sender-unknown"}, []string{"bottleneck", "sack-off", "timestamps-off"},
+			"a stock iperf3 server sent: its kernel was not read, and nothing may say the hosts did not hold it back", nil},
+		{"sender-unknown.served-iperf3", []string{"sender-unknown"}, []string{"slow-reader", "bottleneck"},
+			"tcpscope server receiving from a stock iperf3 client: its absent windows read as 0 B made a slow reader", nil},
+		{"sender-app-limited.served-iperf3-b", []string{"sender-app-limited"}, []string{"bottleneck"},
+			"a stock iperf3 client with -b 200M is limited by its own rate, not a bottleneck", nil},
+		{"sndbuf-limited.full-buffer", []string{"sndbuf-limited"}, []string{"sender-app-limited"},
+			"128 KiB send buffer on a 50 ms path: every sample full, the kernel's sndbuf chrono at 1%", nil},
+		{"rwnd-limited.colimit-1", []string{"rwnd-limited", "loss-limited"}, nil,
+			"0.05% loss and a 200 KiB window at 60 ms, a run where loss kept the sender below the window", nil},
+		{"rwnd-limited.colimit-2", []string{"rwnd-limited", "loss-limited"}, nil,
+			"the same path, a run where the window held the sender 99% of the time", nil},
+		{"pmtu-blackhole.jumbo-download", []string{"pmtu-blackhole"}, []string{"bottleneck", "small-mss"},
+			"the server sent into a black hole and its report never came: the receiver's 0 B and 536-byte rcv_mss read as a 0 bit/s bottleneck", nil},
+		{"bottleneck.window-over-bdp", []string{"bottleneck"}, []string{"rwnd-limited"},
+			"tuned hosts on 1 Gbit/s, 21 ms: reno waited on a window larger than the path's BDP, with a queue standing", nil},
+		{"bottleneck.slow-start-overshoot", []string{"bottleneck"}, []string{"policer", "lossy-path"},
+			"reno on 100 Mbit/s, 150 ms: slow start's overshoot lost 1.9% in the first intervals, then none", nil},
+		{"bottleneck.reno-queue", []string{"bottleneck"}, []string{"loss-limited"},
+			"reno at the 100 Mbit/s link rate building a queue, 2 losses in 4 s", nil},
+		{"bottleneck.loopback-reno", []string{"bottleneck"}, []string{"rwnd-limited"},
+			"loopback: reno's congestion window outgrows the receive window, 17% window-limited", nil},
+		{"bottleneck.loopback-reno-sndbuf", []string{"bottleneck"}, []string{"sndbuf-limited"},
+			"loopback: the send buffer holds the reader's backlog", nil},
+		{"bottleneck.loopback-cubic", []string{"bottleneck"}, []string{"slow-reader"},
+			"loopback: 3.5 MiB unread with the sender window-limited 19% of the time", nil},
+		{"policer.cubic", []string{"policer"}, []string{"lossy-path", "loss-limited"},
+			"cubic through a 10 Mbit/s policer: 11.9% retransmitted with the round trip at its minimum", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := Test(load(t, tc.name), Options{})
+			if got := primaries(fs); !slices.Equal(got, tc.want) {
+				t.Errorf("primary %v, want %v (%s)", got, tc.want, tc.why)
+			}
+			for _, f := range fs {
+				if slices.Contains(tc.not, f.ID) {
+					t.Errorf("%s: %s (%s)", f.ID, f.Summary, tc.why)
+				}
+			}
+			for _, id := range tc.named {
+				if !strings.Contains(fs[0].Summary, "("+id+")") || fs[0].Severity == model.Info {
+					t.Errorf("verdict [%s] does not name %s: %s (%s)", fs[0].Severity, id, fs[0].Summary, tc.why)
+				}
+			}
+		})
+	}
+}
+
+// A sender paced by -b is told to test without -b, not to write larger
+// blocks than the 1 MiB it writes.
+func TestRateLimitAdvice(t *testing.T) {
+	run := load(t, "sender-app-limited")
+	fs := Test(run, Options{})
+	if fs[0].ID != "sender-app-limited" || !strings.Contains(fs[0].Summary, "-b") {
+		t.Fatalf("verdict %s: %s", fs[0].ID, fs[0].Summary)
+	}
+	for _, x := range fs[0].Fix {
+		if strings.Contains(x.Command, "-l 1M") || !strings.Contains(x.Command, "without -b") {
+			t.Errorf("fix %q for a sender held by -b that writes %s", x.Command, run.Config.Length.Binary())
+		}
+	}
+}
+
+// TestBlackHoleFromAcks: jumbo-MTU hosts behind a 1500-byte hop that drops
+// silently. Nothing but the first bytes arrived, the sender spent the
+// test in timeouts and the server's report never came; what arrived is
+// what the sender's kernel saw acknowledged (bytes_acked less the SYN's
+// one), never the bytes it wrote (which made the summary 265 kbit/s, and
+// the verdict rwnd-limited). Without bytes_acked either, what arrived is
+// not known, and nothing reads it as zero.
+func TestBlackHoleFromAcks(t *testing.T) {
+	run := load(t, "pmtu-blackhole.jumbo")
+	run.Summary = model.Summarize(run) // from the ends' reports, as the client does
+	s := run.Summary[0]
+	if b, ok := s.ReceiverBytes.Get(); !ok || !s.FromAcks || b >= model.KiB || s.SenderBytes.V <= b {
+		t.Fatalf("summary: received %v (from acks %v), written %v", s.ReceiverBytes, s.FromAcks, s.SenderBytes)
+	}
+	fs := Test(run, Options{})
+	if fs[0].ID != "pmtu-blackhole" || !strings.Contains(fs[0].Evidence[0].What, "acknowledged") {
+		t.Errorf("verdict %s, evidence %+v", fs[0].ID, fs[0].Evidence)
+	}
+	for i := range run.Client.Totals {
+		if f := run.Client.Totals[i].Final; f != nil {
+			f.BytesAcked = model.Opt[model.Bytes]{}
+		}
+	}
+	run.Summary = model.Summarize(run)
+	if run.Summary[0].Goodput.OK {
+		t.Fatalf("goodput %v without any report of what arrived", run.Summary[0].Goodput)
+	}
+	fs = Test(run, Options{})
+	if fs[0].ID != "pmtu-blackhole" || !strings.Contains(fs[0].Summary, "not known") {
+		t.Errorf("verdict %s: %s", fs[0].ID, fs[0].Summary)
+	}
+	for _, f := range fs {
+		if strings.Contains(f.Summary, "0 bit/s") || strings.Contains(f.Summary, "no data arrived") {
+			t.Errorf("%s reads an unknown as zero: %s", f.ID, f.Summary)
+		}
+	}
+}
+
+// TestOldIperf3Result: a result saved before no_kernel_state existed
+// carries a zeroed final sample for a stock iperf3 peer (here the server
+// that sent, -R). Zeros are not the peer's kernel: no sack-off or
+// timestamps-off (both ends negotiated them), no bottleneck claiming the
+// hosts did not hold the sender back.
+func TestOldIperf3Result(t *testing.T) {
+	run := load(t, "sender-unknown.iperf3-reverse")
+	run.Remote.NoKernelState = false
+	for i := range run.Remote.Totals {
+		run.Remote.Totals[i].Final = &model.Sample{}
+	}
+	fs := Test(run, Options{})
+	if fs[0].ID != "sender-unknown" {
+		t.Errorf("verdict %s: %s", fs[0].ID, fs[0].Summary)
+	}
+	for _, f := range fs {
+		if f.ID == "sack-off" || f.ID == "timestamps-off" || f.ID == "bottleneck" {
+			t.Errorf("%s from a zeroed sample: %s", f.ID, f.Summary)
+		}
 	}
 }

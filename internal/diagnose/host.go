@@ -18,6 +18,11 @@ type HostOptions struct {
 	// Findings say when they rest on an assumption.
 	Target model.Bitrate
 	RTT    time.Duration
+	// Measured is the fastest rate a test measured over the path
+	// (tcpscope diagnose); 0: none. Without a Target, buffers are judged
+	// oversized against it rather than the interface's speed: a 10 Mbit/s
+	// path behind a 10 Gbit/s interface needs a 10 Mbit/s buffer.
+	Measured model.Bitrate
 }
 
 // AssumedRTT is the round trip the audit sizes buffers for when none is
@@ -38,7 +43,7 @@ const (
 // Host audits a host's configuration: findings ordered by severity, each
 // with the sysctl or command that fixes it.
 func Host(info model.HostInfo, o HostOptions) []model.Finding {
-	a := &audit{info: info, o: o}
+	a := &audit{info: info, o: o, explicit: o.Target > 0}
 	a.sizeFor()
 	for _, rule := range []func(){
 		a.buffers, a.coreMax, a.autotuning, a.oversized, a.features, a.congestion,
@@ -51,11 +56,12 @@ func Host(info model.HostInfo, o HostOptions) []model.Finding {
 }
 
 type audit struct {
-	info    model.HostInfo
-	o       HostOptions
-	assumed []string // what the sizing assumed, for the evidence
-	need    model.Bytes
-	out     []model.Finding
+	info     model.HostInfo
+	o        HostOptions
+	explicit bool     // the target was given, not taken from an interface
+	assumed  []string // what the sizing assumed, for the evidence
+	need     model.Bytes
+	out      []model.Finding
 }
 
 func (a *audit) sysctl(k string) (string, bool) {
@@ -214,20 +220,28 @@ func (a *audit) autotuning() {
 // oversized: the seeds' advice (document 002) is not to raise buffers far
 // beyond need on slow links.
 func (a *audit) oversized() {
-	if a.need == 0 || a.o.Target >= slowLink {
+	rate, need, sizing, conf := a.o.Target, a.need, a.sizing(), a.confidence()
+	if !a.explicit && a.o.Measured > 0 {
+		// What a test measured over the path is what it can use.
+		rate, need = a.o.Measured, 2*tcpmath.BDP(a.o.Measured, a.o.RTT)
+		sizing = model.Evidence{What: "sized for", Value: fmt.Sprintf("the %s measured over %v: BDP %s, buffer 2 × BDP = %s",
+			rate, a.o.RTT.Round(10*time.Microsecond), tcpmath.BDP(rate, a.o.RTT).Decimal(), need.Decimal()), Source: "the tests"}
+		conf = model.High
+	}
+	if need == 0 || rate >= slowLink {
 		return
 	}
 	mx, ok := a.tripleMax("net.ipv4.tcp_rmem")
-	if !ok || mx < oversize*a.need {
+	if !ok || mx < oversize*need {
 		return
 	}
 	v, _ := a.sysctl("net.ipv4.tcp_rmem")
-	a.add(model.Finding{ID: "host-buffers-oversized", Layer: model.LayerHost, Severity: model.Info, Confidence: a.confidence(),
+	a.add(model.Finding{ID: "host-buffers-oversized", Layer: model.LayerHost, Severity: model.Info, Confidence: conf,
 		Summary: fmt.Sprintf("Buffers may grow to %s where %s at %v needs %s: %.0f× more than the path can use.",
-			mx.Binary(), a.o.Target, a.o.RTT, a.need.Decimal(), float64(mx)/float64(a.need)),
+			mx.Binary(), rate, a.o.RTT, need.Decimal(), float64(mx)/float64(need)),
 		Explanation: "On a slow link a huge buffer gains nothing: the window beyond the BDP only queues in the bottleneck (bufferbloat) and ties up memory per connection.",
-		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_rmem", Value: v, Source: "sysctl"}, a.sizing()},
-		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", max(a.need, 6*model.MiB))}},
+		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_rmem", Value: v, Source: "sysctl"}, sizing},
+		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", max(need, 6*model.MiB))}},
 	})
 }
 

@@ -51,6 +51,11 @@ func TestHostAudit(t *testing.T) {
 			[]string{"host-rmem-small", "host-wmem-small"}, []string{"host-buffer-reach"}},
 		// Seed 002: 256 MiB buffers on a 10 Mbit/s link.
 		{"oversized", HostOptions{RTT: 30 * time.Millisecond}, []string{"host-buffers-oversized"}, []string{"host-rmem-small"}},
+		// No target and no link speed (this VM): the buffers, 32 MiB,
+		// judged against what a test measured over 20 ms, 9.5 Mbit/s.
+		{"vm-6.18", HostOptions{RTT: 20 * time.Millisecond, Measured: 9_500_000}, []string{"host-buffers-oversized"}, nil},
+		// A target given wins over the measured rate.
+		{"vm-6.18", HostOptions{Target: model.GbitPerSecond, RTT: 20 * time.Millisecond, Measured: 9_500_000}, nil, []string{"host-buffers-oversized"}},
 		// A target above the link's speed.
 		{"oversized", HostOptions{Target: 100 * model.MbitPerSecond, RTT: 30 * time.Millisecond}, []string{"host-link-slow"}, nil},
 	} {

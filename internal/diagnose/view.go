@@ -2,36 +2,48 @@ package diagnose
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// idleQueue: less unsent data than this in the socket is an application
-// that is not keeping it fed.
+// idleQueue: less unsent data than this in the socket, with both windows
+// far from full, is a sender with nothing more to send.
 const idleQueue = 64 * model.KiB
 
 // view is one data direction of a test as the rules read it: the
 // sender's and the receiver's kernel accounts, reduced to the numbers the
-// rules compare.
+// rules compare. A number an end did not measure stays at its zero value
+// and its ok flag (or sndKernel, rcvKernel) says so: rules check the flag,
+// never the zero.
 type view struct {
 	dir     model.Direction
 	sum     model.DirectionSummary
 	sender  model.Side // which end sent
 	streams int
 
-	// goodput and received are the summary's; ok is false when neither
-	// end's report says what arrived (a black hole's receiver may never
-	// report). fromAcks: they come from the sender's kernel's ACKs.
-	goodput   model.Bitrate
-	received  model.Bytes
-	goodputOK bool
-	fromAcks  bool
+	// goodput and received are the summary's; receivedOK is false when
+	// neither end's report says what arrived (a black hole's receiver may
+	// never report, and a stock iperf3 sender reports no kernel).
+	// fromAcks: they come from the sender's kernel's ACKs.
+	goodput    model.Bitrate
+	received   model.Bytes
+	receivedOK bool
+	fromAcks   bool
 	// sndKernel and rcvKernel say whether the sender's and the
 	// receiver's kernel state was read: a stock iperf3 peer's was not,
 	// and a rule must not read its absent counters as zeros.
 	sndKernel, rcvKernel bool
+	// test: a memory-to-memory test (tcpscope or iperf3 at both ends),
+	// whose sending application always has data unless -b paces it; a
+	// watched socket's application is unknown.
+	test bool
+	// local: every stream joins two addresses of this host (loopback, or
+	// the same address at both ends): there is no path, only the host.
+	local bool
 
 	// Shares of the sender's time over the measured period, averaged over
 	// its streams; ok is false when the kernel lacks the chrono counters.
@@ -44,7 +56,10 @@ type view struct {
 	advMSS model.Bytes   // the receiver's advertised MSS
 	rcvMSS model.Bytes   // the largest segment the receiver saw (0 when its end is unknown)
 	pmtu   model.Bytes
+	// opts are the options negotiated on the connection, from whichever
+	// end's kernel was read; optsOK is false when neither was.
 	opts   model.Options
+	optsOK bool
 	cc     string
 
 	// peerWindow is the largest window the receiver advertised, per
@@ -56,34 +71,61 @@ type view struct {
 	// rcvBuf and sndBuf are the receiver's and sender's socket buffers as
 	// granted at setup (SO_RCVBUF/SO_SNDBUF read back; Linux doubles).
 	rcvBuf, sndBuf model.Bytes
-	// zeroWindows counts the sender's samples that saw a closed window
-	// (under two segments).
+	// zeroWindows counts the sender's samples that saw a closed window.
 	zeroWindows, samples int
 	// medianWindow is the median window the receiver advertised over the
-	// measured intervals; cwndOverRwnd the share of those samples in
-	// which the sender's congestion window was at least twice it (the
-	// seed's "cwnd ≫ rwnd": the receiver, not the network, held it back).
+	// measured samples (the sender's view); cwndOverRwnd the share of
+	// those samples in which the sender's congestion window was at least
+	// twice it (the seed's "cwnd ≫ rwnd": the receiver, not the network,
+	// held it back).
 	medianWindow model.Bytes
 	cwndOverRwnd float64
-	// appLimitedShare is the share of measured samples in which the
-	// sender had room in its window and nothing to send: the kernel
-	// marked the delivery-rate sample application-limited, or nothing was
-	// queued unsent while less than half the window was in flight.
-	appLimitedShare float64
+	// idleShare is the share of measured samples in which the sender had
+	// nothing unsent while both windows had room: its application gave it
+	// nothing more, or its send buffer was full (the snapshot cannot
+	// tell; the rules decide by the application and the send queue).
+	// idleSamples is their count. fullShare and fullSamples count those of
+	// them whose send queue held data (at least minUnread): an empty
+	// socket is an idle application, never a full buffer.
+	idleShare, fullShare     float64
+	idleSamples, fullSamples int
+	// Over the idle samples: the median bytes in the send queue (sent and
+	// unacknowledged, plus unsent), unsent, in flight, and the congestion
+	// window; sendQPlateau says the queue stayed near its largest in
+	// them all, as a full buffer holds it.
+	idleSendQ, idleNotsent, idleFlight, idleCwnd model.Bytes
+	sendQPlateau                                 bool
 	// medianRecvQ is the median of the receiver's unread bytes (SIOCINQ)
 	// over the measured intervals; recvQOK says it was sampled.
 	medianRecvQ model.Bytes
 	recvQOK     bool
+	// The receiver's own account of the window it advertised (rcv_wnd),
+	// median and largest, and its RTT estimate (rcv_rtt, median), for a
+	// direction whose sender's kernel was not read.
+	rcvWndMedian, rcvWndMax model.Bytes
+	rcvWndOK                bool
+	rcvRTT                  time.Duration
+	// rateSpread is the largest over the smallest of the receiver's
+	// per-interval goodput over the measured intervals (≥ 3 of them);
+	// 0 when not known. Near 1: the rate sat on a plateau.
+	rateSpread float64
 
 	loss    float64 // retransmitted / sent bytes at the sender
 	lossOK  bool
 	retrans uint32
+	// retransPeak is the largest share of the measured period's
+	// retransmissions that fell in one interval (≥ 3 intervals with
+	// retransmissions counted); 0 when not known. Near 1: one episode
+	// (slow start's overshoot, one outage), not a path losing steadily.
+	// retransSpread is the share of those intervals that had any.
+	retransPeak, retransSpread float64
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
 	reordSeen  uint32
 	reordering uint32 // the kernel's reordering degree at the end
 	dsack      uint32
+	segsOut    uint32 // data segments sent in the connection's life; 0: unknown
 
 	deliveryMax model.Bitrate // the highest delivery-rate sample
 	maxPacing   model.Bitrate // the sender's SO_MAX_PACING_RATE cap, per stream; 0: none
@@ -97,7 +139,7 @@ func views(run *model.Run) []*view {
 	for _, sum := range run.Summary {
 		v := &view{dir: sum.Direction, sum: sum, streams: sum.Streams, duration: sum.Duration.V, life: sum.Duration.V}
 		v.goodput, v.received, v.fromAcks = sum.Goodput.V, sum.ReceiverBytes.V, sum.FromAcks
-		v.goodputOK = sum.Goodput.OK
+		v.receivedOK = sum.Goodput.OK && sum.ReceiverBytes.OK
 		snd, rcv := &run.Client, &run.Remote
 		v.sender = model.ClientSide
 		if sum.Direction == model.ServerToClient {
@@ -105,17 +147,42 @@ func views(run *model.Run) []*view {
 			v.sender = model.ServerSide
 		}
 		v.sndKernel, v.rcvKernel = !snd.NoKernelState, !rcv.NoKernelState
+		v.test = run.Config.Duration > 0 || run.Config.Bytes > 0
 		v.fill(run, snd, rcv)
 		out = append(out, v)
 	}
 	return out
 }
 
+// isLocal reports whether a stream's two addresses are this host's: a
+// loopback address, or the same address at both ends.
+func isLocal(st model.StreamInfo) bool {
+	host := func(s string) (netip.Addr, bool) {
+		h, _, err := net.SplitHostPort(s)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		a, err := netip.ParseAddr(h)
+		return a.Unmap().WithZone(""), err == nil
+	}
+	c, ok1 := host(st.ClientAddr)
+	s, ok2 := host(st.ServerAddr)
+	return ok1 && ok2 && (c == s || (c.IsLoopback() && s.IsLoopback()))
+}
+
+// median sorts xs and returns its middle element.
+func median[T ~int64 | ~float64](xs []T) T {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
 func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	ids := map[int]bool{}
+	v.local = true
 	for _, st := range run.Streams {
 		if st.Direction == v.dir {
 			ids[st.ID] = true
+			v.local = v.local && isLocal(st)
 			setupS, setupR := st.Client, st.Server
 			if v.sender == model.ServerSide {
 				setupS, setupR = setupR, setupS
@@ -128,16 +195,41 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			}
 		}
 	}
+	v.local = v.local && len(ids) > 0
+
+	// When each end stopped: a sender when it stopped writing, a receiver
+	// when its last byte arrived (both from the omit mark). A sample taken
+	// after it shows the end of the test, not the transfer: a sender with
+	// nothing more to write looks like an idle application.
+	sndStop, rcvStop := map[int]time.Duration{}, map[int]time.Duration{}
+	if v.test {
+		for _, t := range snd.Totals {
+			if t.Role == model.Sender && ids[t.Stream] && t.Duration > 0 {
+				sndStop[t.Stream] = run.Config.Omit + t.Duration
+			}
+		}
+		for _, t := range rcv.Totals {
+			if t.Role == model.Receiver && ids[t.Stream] && t.Duration > 0 {
+				rcvStop[t.Stream] = run.Config.Omit + t.Duration
+			}
+		}
+	}
+	after := func(stops map[int]time.Duration, si *model.StreamInterval) bool {
+		s, ok := stops[si.Stream]
+		return ok && si.TCP.At >= s
+	}
+
 	n := 0
 	for i := range snd.Totals {
 		t := &snd.Totals[i]
-		if t.Role != model.Sender || !ids[t.Stream] || t.Final == nil {
+		if t.Role != model.Sender || !ids[t.Stream] || !kernelRead(t.Final) {
 			continue
 		}
 		f := t.Final
 		v.life = max(v.life, f.At)
 		if n == 0 {
-			v.mss, v.pmtu, v.opts, v.cc = f.SndMSS, f.PMTU, f.Options, f.Congestion
+			v.mss, v.pmtu, v.cc = f.SndMSS, f.PMTU, f.Congestion
+			v.opts, v.optsOK = f.Options, true
 		}
 		n++
 		if l, ok := t.Limited.Get(); ok {
@@ -159,9 +251,15 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 		v.reordSeen += f.ReordSeen.V
 		v.reordering = max(v.reordering, f.Reordering)
 		v.dsack += f.DSACKDups.V
+		v.segsOut += f.DataSegsOut.V
 		if m, ok := f.MinRTT.Get(); ok && m > 0 && (v.minRTT == 0 || m < v.minRTT) {
 			v.minRTT = m
 		}
+	}
+	// A sender's report that never arrived (the test broke off) leaves
+	// its kernel unread for this direction, as a stock iperf3 peer does.
+	if n == 0 {
+		v.sndKernel = false
 	}
 	if n > 0 && v.limitedOK {
 		k := float64(n)
@@ -174,41 +272,79 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	fromReceiver := n == 0
 	for i := range rcv.Totals {
 		t := &rcv.Totals[i]
-		if t.Role == model.Receiver && ids[t.Stream] && t.Final != nil {
+		if t.Role == model.Receiver && ids[t.Stream] && kernelRead(t.Final) {
 			v.advMSS = max(v.advMSS, t.Final.AdvMSS)
 			v.rcvMSS = max(v.rcvMSS, t.Final.RcvMSS)
-			if fromReceiver && t.Final.KernelLen > 0 {
+			if fromReceiver {
 				// Only the receiver's end is known (a server's own view
 				// of what it received): the options were negotiated for
 				// both, and its MSS and path MTU are the connection's.
-				v.opts, v.mss, v.pmtu = t.Final.Options, t.Final.RcvMSS, t.Final.PMTU
+				v.opts, v.optsOK, v.mss, v.pmtu = t.Final.Options, true, t.Final.RcvMSS, t.Final.PMTU
 				fromReceiver = false
 			}
 		}
 	}
-	var recvQs []model.Bytes
+	planned := run.Config.Omit + run.Config.Duration // 0 for a byte-count test
+
+	var recvQs, rcvWnds []model.Bytes
+	var rcvRTTs []time.Duration
+	perInterval := map[int]model.Bitrate{}
+	var order []int
 	for _, iv := range rcv.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
-			if si.Role != model.Receiver || !ids[si.Stream] || iv.Omitted {
+			if si.Role != model.Receiver || !ids[si.Stream] {
 				continue
 			}
 			v.rcvMSS = max(v.rcvMSS, si.TCP.RcvMSS) // an end cut short has samples but no totals
+			if iv.Omitted || (planned > 0 && iv.Start >= planned) {
+				continue
+			}
+			if run.Config.Interval > 0 && iv.End-iv.Start >= run.Config.Interval/2 {
+				if _, ok := perInterval[iv.Index]; !ok {
+					order = append(order, iv.Index)
+				}
+				perInterval[iv.Index] += si.Rate
+			}
+			if after(rcvStop, si) {
+				continue
+			}
 			if q, ok := si.TCP.RecvQ.Get(); ok {
 				recvQs = append(recvQs, q)
+			}
+			if w, ok := si.TCP.RcvWnd.Get(); ok {
+				rcvWnds = append(rcvWnds, w)
+			}
+			if si.TCP.RcvRTT > 0 {
+				rcvRTTs = append(rcvRTTs, si.TCP.RcvRTT)
 			}
 		}
 	}
 	if len(recvQs) > 0 {
-		slices.Sort(recvQs)
-		v.medianRecvQ, v.recvQOK = recvQs[len(recvQs)/2], true
+		v.medianRecvQ, v.recvQOK = median(recvQs), true
+	}
+	if len(rcvWnds) > 0 {
+		v.rcvWndMax = slices.Max(rcvWnds)
+		v.rcvWndMedian, v.rcvWndOK = median(rcvWnds), true
+	}
+	if len(rcvRTTs) > 0 {
+		v.rcvRTT = median(rcvRTTs)
+	}
+	if len(order) >= 3 {
+		lo, hi := perInterval[order[0]], perInterval[order[0]]
+		for _, k := range order {
+			lo, hi = min(lo, perInterval[k]), max(hi, perInterval[k])
+		}
+		if lo > 0 {
+			v.rateSpread = float64(hi) / float64(lo)
+		}
 	}
 
-	planned := run.Config.Omit + run.Config.Duration // 0 for a byte-count test
 	var srtts []time.Duration
 	var wnds []model.Bytes
-	over, measured := 0, 0
-	appSamples, allMeasured := 0, 0
+	var idleQ, idleNS, idleFl, idleCw []model.Bytes
+	over, measured, allMeasured := 0, 0, 0
+	retransIn := map[int]uint32{}
 	for _, iv := range snd.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
@@ -220,54 +356,88 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			}
 			v.samples++
 			v.life = max(v.life, iv.End)
-			// Linux advertises no less than one unit of the window scale
-			// (1 KiB at scale 10) when its buffer is full: a window under
-			// two segments is closed.
-			if w, ok := si.TCP.SndWnd.Get(); ok && w < 2*max(si.TCP.SndMSS, 536) {
+			if w, ok := si.TCP.SndWnd.Get(); ok && w < closedWindow(si.TCP.SndMSS) {
 				v.zeroWindows++
 			}
-			if iv.Omitted {
+			if !iv.Omitted {
+				retransIn[iv.Index] += si.RetransSegs
+			}
+			if iv.Omitted || after(sndStop, si) {
 				continue
 			}
-			// Nothing queued and both windows far from full: the kernel
-			// waited for the application. The flag alone is one
-			// delivery sample's verdict, often stale at sampling time.
-			notsent, nsOK := si.TCP.NotsentBytes.Get()
-			wnd, wndOK := si.TCP.SndWnd.Get()
-			idle := nsOK && notsent < idleQueue && si.TCP.Unacked*2 < si.TCP.SndCwnd &&
-				(!wndOK || si.TCP.UnackedBytes()*2 < wnd)
-			if si.TCP.DeliveryRateAppLimited || idle {
-				appSamples++
+			// Nothing queued unsent and both windows far from full: the
+			// kernel waited for more data.
+			tcp := &si.TCP
+			notsent, nsOK := tcp.NotsentBytes.Get()
+			wnd, wndOK := tcp.SndWnd.Get()
+			if nsOK && notsent < idleQueue && tcp.Unacked*2 < tcp.SndCwnd && (!wndOK || tcp.UnackedBytes()*2 < wnd) {
+				v.idleSamples++
+				idleNS = append(idleNS, notsent)
+				idleFl = append(idleFl, tcp.UnackedBytes())
+				idleCw = append(idleCw, tcp.CwndBytes())
+				if q, ok := tcp.SendQ.Get(); ok {
+					idleQ = append(idleQ, q)
+					if q >= minUnread {
+						v.fullSamples++
+					}
+				}
 			}
 			allMeasured++
-			if w, ok := si.TCP.SndWnd.Get(); ok {
-				wnds = append(wnds, w)
+			if wndOK {
+				wnds = append(wnds, wnd)
 				measured++
-				if si.TCP.CwndBytes() >= 2*w {
+				if tcp.CwndBytes() >= 2*wnd {
 					over++
 				}
 			}
-			if si.TCP.RTT > 0 {
-				srtts = append(srtts, si.TCP.RTT)
+			if tcp.RTT > 0 {
+				srtts = append(srtts, tcp.RTT)
 			}
-			if d, ok := si.TCP.DeliveryRate.Get(); ok && !si.TCP.DeliveryRateAppLimited {
+			if d, ok := tcp.DeliveryRate.Get(); ok && !tcp.DeliveryRateAppLimited {
 				v.deliveryMax = max(v.deliveryMax, d)
 			}
 		}
 	}
+	if len(retransIn) >= 3 {
+		var total, peak uint32
+		with := 0
+		for _, n := range retransIn {
+			total += n
+			peak = max(peak, n)
+			if n > 0 {
+				with++
+			}
+		}
+		if total > 0 {
+			v.retransPeak = float64(peak) / float64(total)
+			v.retransSpread = float64(with) / float64(len(retransIn))
+		}
+	}
 	if allMeasured > 0 {
-		v.appLimitedShare = float64(appSamples) / float64(allMeasured)
+		v.idleShare = float64(v.idleSamples) / float64(allMeasured)
+		v.fullShare = float64(v.fullSamples) / float64(allMeasured)
+	}
+	if v.idleSamples > 0 {
+		v.idleNotsent, v.idleFlight, v.idleCwnd = median(idleNS), median(idleFl), median(idleCw)
+	}
+	if len(idleQ) > 0 {
+		v.idleSendQ = median(idleQ)
+		var held []model.Bytes // the samples whose queue held data
+		for _, q := range idleQ {
+			if q >= minUnread {
+				held = append(held, q)
+			}
+		}
+		v.sendQPlateau = len(held) >= minFullSamples && float64(slices.Min(held)) >= sendQPlateau*float64(slices.Max(held))
 	}
 	if len(wnds) > 0 {
-		slices.Sort(wnds)
-		v.medianWindow = wnds[len(wnds)/2]
+		v.medianWindow = median(wnds)
 		v.cwndOverRwnd = float64(over) / float64(measured)
 	}
 	if len(srtts) > 0 {
-		slices.Sort(srtts)
-		v.srtt = srtts[len(srtts)/2]
+		v.srtt = median(srtts)
 	} else {
-		v.srtt = v.sum.MeanRTT.V
+		v.srtt = v.sum.MeanRTT.V // absent: 0, and rules check minRTT
 	}
 	if v.minRTT == 0 {
 		v.minRTT = v.srtt
@@ -279,6 +449,20 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	if p, ok := v.sum.LossRate.Get(); ok {
 		v.loss, v.lossOK = p, true
 	}
+}
+
+// kernelRead reports whether a final sample came from a kernel: the
+// kernel always says how long its tcp_info is. Results saved before
+// no_kernel_state existed carry a zeroed final for a stock iperf3 peer,
+// whose options (no SACK, no timestamps) and counters are not its own.
+func kernelRead(f *model.Sample) bool { return f != nil && f.KernelLen > 0 }
+
+// closedWindow is the window under which a sender is stopped: under two
+// segments, since Linux still advertises one scale unit (1 KiB at scale
+// 10) when its buffer is full. The segment is capped at a jumbo frame's:
+// loopback's 64 KiB MSS would call a 100 KiB window closed.
+func closedWindow(mss model.Bytes) model.Bytes {
+	return 2 * min(max(mss, 536), 8960)
 }
 
 // source names the sender's or receiver's end for evidence.

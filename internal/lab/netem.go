@@ -62,7 +62,8 @@ const netemLimit = 1_000_000
 //     overtake each other, where the emulator's jitter never reorders;
 //   - reordering: netem sends a reordered packet at once, without its
 //     delay, where the emulator's keeps its delay and overtakes one packet;
-//   - a Seed: netem's randomness cannot be seeded.
+//   - a Seed: netem's randomness cannot be seeded;
+//   - a policer: tbf queues what exceeds its rate, a policer drops it.
 //
 // The rest maps one to one, in this order in R: random loss (nftables, on
 // arrival), then netem (Gilbert–Elliott loss, duplication, delay), then
@@ -88,6 +89,8 @@ func RouterPaths(c emulator.Config, mtu int) (atob, btoa Path, err error) {
 			return Path{}, fmt.Errorf("lab: %s: netem reorders jittered packets; the emulator's jitter keeps their order", name)
 		case d.Reorder > 0:
 			return Path{}, fmt.Errorf("lab: %s: netem's reordering skips the delay; the emulator's keeps it", name)
+		case d.Police != nil:
+			return Path{}, fmt.Errorf("lab: %s: the router has no policer (tbf queues what the emulator's policer drops)", name)
 		}
 		p := Path{Loss: d.Loss, Delay: d.Delay, Duplicate: d.Duplicate, MTU: d.MTU, BlackHole: d.BlackHole}
 		if d.GE != nil {

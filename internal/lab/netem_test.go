@@ -55,6 +55,7 @@ func TestRouterPaths(t *testing.T) {
 		{emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond, Jitter: time.Millisecond}}, "jitter"},
 		{emulator.Config{BtoA: emulator.Direction{Delay: time.Millisecond, Reorder: 0.1}}, "reordering"},
 		{emulator.Config{Seed: 7}, "seed"},
+		{emulator.Config{AtoB: emulator.Direction{Police: &emulator.Policer{Rate: model.MbitPerSecond}}}, "policer"},
 		{emulator.Config{AtoB: emulator.Direction{Loss: 2}}, "probability"},
 	} {
 		if _, _, err := RouterPaths(bad.cfg, 1500); err == nil || !strings.Contains(err.Error(), bad.want) {

@@ -13,8 +13,9 @@ type Finding struct {
 	// Confidence: "high", "medium" or "low": how directly the evidence
 	// shows it.
 	Confidence Confidence `json:"confidence"`
-	// Primary marks the one finding that answers "what limits this
-	// transfer"; it comes first.
+	// Primary marks what answers "what limits this transfer": one
+	// finding per direction, or several that bind together; the first
+	// comes first and is the verdict.
 	Primary bool `json:"primary,omitempty"`
 	// Direction is the data direction the finding is about, when it is
 	// about one.

@@ -40,19 +40,25 @@ func writeFindings(w io.Writer, title string, findings []model.Finding, verbose 
 		if head == "" {
 			head = string(f.Severity)
 		}
+		// With both directions in the list, every finding says which
+		// it is about: the primary ones in their heading, the rest after
+		// their id.
+		id := f.ID
 		if f.Primary {
 			head = "what limits this transfer"
 			if f.Direction != "" && hasOtherDirection(findings, f.Direction) {
 				head += " (" + arrow(f.Direction) + ")"
 			}
+		} else if f.Direction != "" && hasOtherDirection(findings, f.Direction) {
+			id += " (" + arrow(f.Direction) + ")"
 		}
 		if i > 0 {
 			b.WriteString("\n")
 		}
 		if other == "" {
-			fmt.Fprintf(&b, "  %s: %s [%s, %s confidence]\n", head, f.ID, f.Layer, f.Confidence)
+			fmt.Fprintf(&b, "  %s: %s [%s, %s confidence]\n", head, id, f.Layer, f.Confidence)
 		} else {
-			fmt.Fprintf(&b, "  %s: %s [%s, %s, %s confidence]\n", head, f.ID, f.Severity, f.Layer, f.Confidence)
+			fmt.Fprintf(&b, "  %s: %s [%s, %s, %s confidence]\n", head, id, f.Severity, f.Layer, f.Confidence)
 		}
 		fmt.Fprintf(&b, "    %s\n", f.Summary)
 		if verbose && f.Explanation != "" {

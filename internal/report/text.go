@@ -20,7 +20,8 @@ type Text struct {
 	mu      sync.Mutex
 	run     *model.Run
 	pending map[model.Side]map[int]*model.Interval
-	next    int // index of the next interval block to print
+	next    int             // index of the next interval block to print
+	warned  map[string]bool // warnings Begin printed: End prints only later ones
 }
 
 // NewText returns a Text writing to w with rates in format f. Verbose adds
@@ -62,8 +63,10 @@ func (t *Text) Begin(run *model.Run) {
 		line += " buffers " + setupText("client", s.Client, udp) + ", " + setupText("server", s.Server, udp)
 		fmt.Fprintln(t.w, line)
 	}
+	t.warned = map[string]bool{}
 	for _, w := range run.Warnings {
 		fmt.Fprintf(t.w, "warning: %s\n", w)
+		t.warned[w] = true
 	}
 	if c.Omit > 0 {
 		fmt.Fprintf(t.w, "intervals marked * began within the first %v (-O); the totals start at that mark\n", c.Omit)
@@ -411,7 +414,9 @@ func (t *Text) End(run *model.Run) error {
 		fmt.Fprintf(t.w, "server output:\n%s\n", strings.TrimRight(run.ServerOutput, "\n"))
 	}
 	for _, w := range run.Warnings {
-		fmt.Fprintf(t.w, "warning: %s\n", w)
+		if !t.warned[w] {
+			fmt.Fprintf(t.w, "warning: %s\n", w)
+		}
 	}
 	if len(run.Diagnosis) > 0 {
 		return WriteDiagnosis(t.w, run.Diagnosis, t.verbose)

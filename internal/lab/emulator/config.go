@@ -59,6 +59,9 @@ type Direction struct {
 	// Queue limits the bottleneck's drop-tail queue; the zero value means
 	// DefaultQueue(Rate). Without a Rate there is no queue.
 	Queue Queue
+	// Police, when set, is a policer in front of the bottleneck: a token
+	// bucket that drops what exceeds its rate instead of queueing it.
+	Police *Policer
 	// Loss is the probability that a packet is dropped at random.
 	Loss float64
 	// GE, when set, adds bursty Gilbert–Elliott loss.
@@ -139,6 +142,43 @@ type Queue struct {
 
 // IsZero reports whether q sets no limit (and so means the default).
 func (q Queue) IsZero() bool { return q == Queue{} }
+
+// Policer is a token-bucket rate limiter without a queue, as providers
+// police a customer's traffic: a packet that finds fewer tokens than its
+// size is dropped at once, never delayed, so the rate is held by loss
+// while the round trip stays at its minimum. Tokens accrue at Rate
+// (counting whole IP packets, as the bottleneck does) up to Burst bytes;
+// the bucket starts full.
+type Policer struct {
+	Rate model.Bitrate
+	// Burst is the bucket's size; 0 means DefaultBurst(Rate).
+	Burst model.Bytes
+}
+
+// Policer defaults.
+const (
+	// DefaultBurstTime is the default bucket: this long at the rate.
+	DefaultBurstTime = 10 * time.Millisecond
+	// DefaultBurstMinPackets is the fewest full-size (1500-byte) packets
+	// the default bucket holds.
+	DefaultBurstMinPackets = 10
+)
+
+// DefaultBurst is the bucket of a policer at rate when Policer.Burst is
+// zero: DefaultBurstTime of the rate, and at least DefaultBurstMinPackets
+// packets of 1500 bytes.
+func DefaultBurst(rate model.Bitrate) model.Bytes {
+	b := model.Bytes(math.Ceil(rate.BytesPerSecond() * DefaultBurstTime.Seconds()))
+	return max(b, DefaultBurstMinPackets*1500)
+}
+
+// burst is the bucket that applies.
+func (p *Policer) burst() model.Bytes {
+	if p.Burst > 0 {
+		return p.Burst
+	}
+	return DefaultBurst(p.Rate)
+}
 
 // GilbertElliott is a two-state loss model, stepped once per packet.
 type GilbertElliott struct {
@@ -244,6 +284,16 @@ func (d Direction) validate() error {
 		return fmt.Errorf("MTU %d: want 68 to 65535, or 0 for no limit", d.MTU)
 	case d.BlackHole && d.MTU == 0:
 		return errors.New("a black hole needs an MTU: it drops what exceeds it")
+	}
+	if p := d.Police; p != nil {
+		pr := float64(p.Rate)
+		switch {
+		case math.IsNaN(pr) || math.IsInf(pr, 0) || p.Rate < minRate:
+			return fmt.Errorf("policer rate %v: want a finite rate of at least %v", p.Rate, minRate)
+		case p.Burst < 0 || (p.Burst > 0 && p.Burst < 1500):
+			// A bucket smaller than a full-size packet drops every one.
+			return fmt.Errorf("policer burst %v: want at least 1500 B, or 0 for the default", p.Burst)
+		}
 	}
 	return nil
 }

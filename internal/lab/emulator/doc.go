@@ -68,6 +68,14 @@
 //     in each; the long-run loss is P/(P+R)·LossBad + R/(P+R)·LossGood). The
 //     chain steps once for every packet that reaches it. Loss sits before the
 //     bottleneck, so a lost packet costs no bottleneck time.
+//     A policer (Direction.Police) follows: a token bucket of Burst bytes
+//     filling at Rate (whole IP packets counted), full at the start. A
+//     packet that finds fewer tokens than its size is dropped at once and
+//     takes none; one that finds enough takes them and goes on undelayed.
+//     It is a rate limit by loss, with no queue: the round trip stays at
+//     its minimum while a TCP sender above the rate loses a share of its
+//     packets (a provider's policer; Flach et al., "An Internet-Wide
+//     Analysis of Traffic Policing", SIGCOMM 2016).
 //  3. Duplication (Direction.Duplicate): the copy follows the original as a
 //     packet of its own through the bottleneck and the delay line.
 //  4. The bottleneck (Direction.Rate): a FIFO serializer. A packet starts

@@ -25,6 +25,8 @@ type Counters struct {
 	DroppedLoss uint64
 	// DroppedGE: Gilbert–Elliott loss.
 	DroppedGE uint64
+	// DroppedPolice: the policer's bucket held too few tokens.
+	DroppedPolice uint64
 	// DroppedMTU: larger than the MTU, whether answered with ICMP,
 	// black-holed, or IPv4 without DF.
 	DroppedMTU uint64
@@ -47,6 +49,7 @@ type counters struct {
 	queued, queuedBytes       atomic.Uint64
 	droppedQueue, droppedLoss atomic.Uint64
 	droppedGE, droppedMTU     atomic.Uint64
+	droppedPolice             atomic.Uint64
 	duplicated, reordered     atomic.Uint64
 	icmpSent, errors          atomic.Uint64
 }
@@ -57,7 +60,7 @@ func (c *counters) snapshot() Counters {
 		Forwarded: c.forwarded.Load(), ForwardedBytes: c.forwardedBytes.Load(),
 		Queued: c.queued.Load(), QueuedBytes: c.queuedBytes.Load(),
 		DroppedQueue: c.droppedQueue.Load(), DroppedLoss: c.droppedLoss.Load(),
-		DroppedGE: c.droppedGE.Load(), DroppedMTU: c.droppedMTU.Load(),
+		DroppedGE: c.droppedGE.Load(), DroppedMTU: c.droppedMTU.Load(), DroppedPolice: c.droppedPolice.Load(),
 		Duplicated: c.duplicated.Load(), Reordered: c.reordered.Load(),
 		ICMPSent: c.icmpSent.Load(), Errors: c.errors.Load(),
 	}
@@ -106,6 +109,11 @@ type path struct {
 	last time.Duration
 	// bad is the Gilbert–Elliott state.
 	bad bool
+	// The policer: tokens (bytes) in its bucket at filled, and the
+	// bucket's size.
+	tokens float64
+	filled time.Duration
+	bucket float64
 }
 
 func newPath(d Direction, rng *rand.Rand, c *counters) *path {
@@ -113,7 +121,14 @@ func newPath(d Direction, rng *rand.Rand, c *counters) *path {
 		ge := *d.GE // the caller's copy may change; ours must not
 		d.GE = &ge
 	}
-	return &path{d: d, limit: d.limit(), rng: rng, c: c}
+	p := &path{d: d, limit: d.limit(), rng: rng, c: c}
+	if d.Police != nil {
+		pol := *d.Police
+		p.d.Police = &pol
+		p.bucket = float64(pol.burst())
+		p.tokens = p.bucket // a policer starts with a full bucket
+	}
+	return p
 }
 
 // arrive decides the fate of a packet of size bytes arriving at now. It
@@ -131,6 +146,9 @@ func (p *path) arrive(now time.Duration, size int) fate {
 		return f
 	case geLost:
 		p.c.droppedGE.Add(1)
+		return f
+	case p.d.Police != nil && !p.police(now, size):
+		p.c.droppedPolice.Add(1)
 		return f
 	}
 	copies := 1
@@ -160,6 +178,21 @@ func (p *path) stepGE() bool {
 		p.bad = true
 	}
 	return lost
+}
+
+// police reports whether the policer lets a packet of size bytes through
+// at now, and takes its tokens if so. The bucket fills at the rate up to
+// its size; a packet that finds too few tokens is dropped and takes none.
+func (p *path) police(now time.Duration, size int) bool {
+	if now > p.filled {
+		p.tokens = min(p.bucket, p.tokens+p.d.Police.Rate.BytesPerSecond()*(now-p.filled).Seconds())
+		p.filled = now
+	}
+	if p.tokens < float64(size) {
+		return false
+	}
+	p.tokens -= float64(size)
+	return true
 }
 
 // forward takes one copy through the bottleneck and the delay line and adds

@@ -315,6 +315,72 @@ func TestSerialization(t *testing.T) {
 	}
 }
 
+// TestPolicer: a token bucket holds the rate by dropping, never by
+// delaying: what passes leaves at once (plus the line's delay), the bucket
+// starts full, and over a long run the bytes that pass are the rate's
+// worth plus one bucket.
+func TestPolicer(t *testing.T) {
+	rate := 10 * model.MbitPerSecond // 1.25 MB/s
+	pol := &Policer{Rate: rate, Burst: 15_000}
+	path, c := testPath(Direction{Police: pol, Delay: time.Millisecond}, 1)
+	// A full bucket passes ten packets at once, all without delay; the
+	// eleventh finds it empty.
+	for i := range 11 {
+		f := path.arrive(0, 1500)
+		switch {
+		case i < 10 && (f.n != 1 || f.leave[0] != time.Millisecond):
+			t.Errorf("packet %d: %d copies leaving at %v, want one at 1ms", i, f.n, f.leave[0])
+		case i == 10 && f.n != 0:
+			t.Errorf("packet 11 passed an empty bucket")
+		}
+	}
+	// 1.3 ms later the bucket holds 1625 bytes: one more passes.
+	if f := path.arrive(1300*time.Microsecond, 1500); f.n != 1 {
+		t.Error("a refilled bucket dropped the packet")
+	}
+	if c.droppedPolice.Load() != 1 || c.droppedQueue.Load() != 0 {
+		t.Errorf("dropped %d by the policer, %d by a queue; want 1 and 0", c.droppedPolice.Load(), c.droppedQueue.Load())
+	}
+
+	// Offered at three times the rate for 10 s, it passes 10 s of the
+	// rate and the bucket it started with, and drops the rest.
+	path, c = testPath(Direction{Police: pol}, 1)
+	const size = 1000
+	gap := time.Duration(float64(size*8) / float64(3*rate) * float64(time.Second))
+	const n = 37_500 // 10 s
+	passed := 0
+	for i := range n {
+		if f := path.arrive(time.Duration(i)*gap, size); f.n == 1 {
+			if f.leave[0] != time.Duration(i)*gap {
+				t.Fatalf("packet %d delayed to %v", i, f.leave[0])
+			}
+			passed++
+		}
+	}
+	want := rate.BytesPerSecond()*(time.Duration(n-1)*gap).Seconds() + 15_000
+	if got := float64(passed * size); math.Abs(got-want) > size {
+		t.Errorf("passed %.0f B, want %.0f ± %d", got, want, size)
+	}
+	if int(c.droppedPolice.Load())+passed != n {
+		t.Errorf("%d dropped + %d passed ≠ %d", c.droppedPolice.Load(), passed, n)
+	}
+
+	// Below the rate nothing is dropped, and lost packets take no tokens.
+	path, c = testPath(Direction{Police: &Policer{Rate: rate}, Loss: 0.5}, 3)
+	for i := range 10_000 {
+		path.arrive(time.Duration(i)*time.Millisecond, 1500) // 12 Mbit/s offered, 6 after loss
+	}
+	if c.droppedPolice.Load() != 0 || c.droppedLoss.Load() == 0 {
+		t.Errorf("policer dropped %d of a stream under its rate (%d lost at random)", c.droppedPolice.Load(), c.droppedLoss.Load())
+	}
+	if got := DefaultBurst(rate); got != 15_000 {
+		t.Errorf("default burst at 10 Mbit/s: %v, want 10 packets (15000 B)", got)
+	}
+	if got := DefaultBurst(model.GbitPerSecond); got != 1_250_000 {
+		t.Errorf("default burst at 1 Gbit/s: %v, want 10 ms (1250000 B)", got)
+	}
+}
+
 func TestQueueLimits(t *testing.T) {
 	rate := 100 * model.MbitPerSecond // 1500 bytes: 120 µs
 	for _, tc := range []struct {
@@ -418,6 +484,8 @@ func TestValidate(t *testing.T) {
 		{},
 		{Delay: time.Second, Jitter: time.Millisecond, Rate: model.KbitPerSecond, Loss: 1, Reorder: 1, Duplicate: 1, MTU: 68},
 		{MTU: 65535, BlackHole: true, GE: &GilbertElliott{P: 1, R: 1, LossGood: 1, LossBad: 1}},
+		{Police: &Policer{Rate: model.KbitPerSecond}, Rate: model.MbitPerSecond},
+		{Police: &Policer{Rate: model.GbitPerSecond, Burst: 1500}},
 	}
 	for _, d := range good {
 		if err := (Config{AtoB: d, BtoA: d}).Validate(); err != nil {
@@ -442,6 +510,11 @@ func TestValidate(t *testing.T) {
 		{BlackHole: true},
 		{Queue: Queue{Packets: -1}},
 		{Queue: Queue{Time: -1}},
+		{Police: &Policer{}},
+		{Police: &Policer{Rate: 999}},
+		{Police: &Policer{Rate: model.Bitrate(math.NaN())}},
+		{Police: &Policer{Rate: model.MbitPerSecond, Burst: 1499}},
+		{Police: &Policer{Rate: model.MbitPerSecond, Burst: -1}},
 	}
 	for _, d := range bad {
 		if err := (Config{BtoA: d}).Validate(); err == nil {

@@ -37,6 +37,7 @@ type Path struct {
 	Duplicate  float64
 	BurstLoss  *emulator.GilbertElliott // nil: none
 	BlackHole  bool                     // drop oversize packets silently (needs MTU)
+	Police     *emulator.Policer        // nil: none; a token bucket that drops above its rate
 }
 
 // BDP is the path's bandwidth-delay product at its A→B rate.
@@ -143,6 +144,8 @@ type pathFile struct {
 	Duplicate   float64        `toml:"duplicate"`
 	BurstLoss   *burstLossFile `toml:"burst_loss"`
 	BlackHole   bool           `toml:"black_hole"`
+	Police      string         `toml:"police"`
+	PoliceBurst string         `toml:"police_burst"`
 }
 
 // burstLossFile is a Gilbert–Elliott loss model: p and r are the
@@ -234,6 +237,19 @@ func (pf pathFile) path(name string) (Path, error) {
 	if b := pf.BurstLoss; b != nil {
 		p.BurstLoss = &emulator.GilbertElliott{P: b.P, R: b.R, LossBad: b.LossBad, LossGood: b.LossGood}
 	}
+	if pf.Police != "" {
+		p.Police = &emulator.Policer{}
+		if p.Police.Rate, err = model.ParseBitrate(pf.Police); err != nil {
+			return p, fmt.Errorf("police: %w", err)
+		}
+		if pf.PoliceBurst != "" {
+			if p.Police.Burst, err = model.ParseBytes(pf.PoliceBurst); err != nil {
+				return p, fmt.Errorf("police_burst: %w", err)
+			}
+		}
+	} else if pf.PoliceBurst != "" {
+		return p, errors.New("police_burst needs police, the policer's rate")
+	}
 	switch {
 	case p.Rate < 0 || p.RateBack < 0:
 		return p, errors.New("rates must not be negative")
@@ -272,6 +288,10 @@ func (p Path) Direction(rate model.Bitrate) emulator.Direction {
 	if p.BurstLoss != nil {
 		ge := *p.BurstLoss
 		d.GE = &ge
+	}
+	if p.Police != nil {
+		pol := *p.Police
+		d.Police = &pol
 	}
 	return d
 }

@@ -76,6 +76,8 @@ func TestParseErrors(t *testing.T) {
 		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nqueue = \"-3p\"\n":                 "positive whole number of packets",
 		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\njitter_distribution = \"gauss\"\n": "want normal, uniform",
 		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nblack_hole = true\n":               "needs an mtu",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\npolice_burst = \"64KiB\"\n":        "needs police",
+		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\npolice = \"500\"\n":                "policer rate",
 		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\nreorder = 1.5\n":                   "reorder 1.5",
 		"[path.x]\nrate = \"1G\"\nrtt = \"1ms\"\n[path.x.burst_loss]\np = -1\n":     "GE P",
 	}
@@ -140,6 +142,12 @@ queue = "256KiB"
 rate = "10M"
 rtt = "10ms"
 queue = "50ms"
+
+[path.policed]
+rate = "0"
+rtt = "40ms"
+police = "10M"
+police_burst = "64KiB"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +162,9 @@ queue = "50ms"
 	d.GE = nil
 	if d != want {
 		t.Errorf("Direction = %+v\nwant        %+v", d, want)
+	}
+	if d := s.Paths["policed"].Direction(0); d.Police == nil || *d.Police != (emulator.Policer{Rate: 10 * model.MbitPerSecond, Burst: 64 * model.KiB}) {
+		t.Errorf("policer = %+v", d.Police)
 	}
 	rough := s.Paths["rough"]
 	if got, want := rough.MeanLoss(), rough.BurstLoss.MeanLoss(); math.Abs(got-want) > 1e-15 || want <= 0 {

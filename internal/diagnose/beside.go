@@ -1,0 +1,238 @@
+package diagnose
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// The findings beside the limit: what else a direction costs or is worth
+// knowing. Each needs the end whose kernel shows it, and stays silent
+// when that end was not read.
+
+func bufferbloat(v *view, lim limitSet) (model.Finding, bool) {
+	added := v.srtt - v.minRTT
+	// A receiver that stops reading delays its window updates, and the
+	// RTT samples with them: no queue on the path.
+	if !v.sndKernel || lim["slow-reader"] || v.minRTT <= 0 || added < bloatAdded || float64(added) < bloatRatio*float64(v.minRTT) {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "bufferbloat", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.High}
+	f.Summary = fmt.Sprintf("A queue on the path adds %v under load: the round trip went from %v to %v.",
+		added.Round(time.Millisecond), v.minRTT.Round(100*time.Microsecond), v.srtt.Round(100*time.Microsecond))
+	f.Explanation = "The bottleneck's buffer fills before it drops anything, so every packet waits behind the queue. Throughput does not gain from it; interactive traffic sharing the path suffers."
+	f.Evidence = []model.Evidence{rttEvidence(v)}
+	f.Fix = []model.Fix{
+		{Where: "path", Kind: "tc", Command: "on the bottleneck router: tc qdisc replace dev IFACE root fq_codel (or cake bandwidth RATE)"},
+		{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (keeps the queue short)"},
+	}
+	f.Effect = fmt.Sprintf("with an AQM the round trip under load stays within a few ms of %v", v.minRTT.Round(100*time.Microsecond))
+	return f, true
+}
+
+func sackOff(v *view, lim limitSet) (model.Finding, bool) {
+	if !v.optsOK || v.opts.SACK {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "sack-off", Layer: model.LayerTransport, Severity: model.Warning, Confidence: model.High}
+	if lim["loss-limited"] || lim["policer"] {
+		f.Severity = model.Critical
+	}
+	f.Summary = "Selective acknowledgments (SACK) are off: after a loss the sender learns of one missing segment per round trip."
+	f.Explanation = "With SACK (RFC 2018) the receiver reports every block it holds, so several losses in a window are repaired in one round trip. Without it a loss burst costs a round trip per segment, or a timeout."
+	f.Evidence = []model.Evidence{{What: "SACK negotiated", Value: "no", Source: v.optsSource()}}
+	f.Fix = []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_sack=1"}}
+	return f, true
+}
+
+func timestampsOff(v *view, lim limitSet) (model.Finding, bool) {
+	if !v.optsOK || v.opts.Timestamps {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "timestamps-off", Layer: model.LayerTransport, Severity: model.Info, Confidence: model.High}
+	f.Summary = "TCP timestamps are off: RTT is measured once per window, and wrapped sequence numbers are not guarded on fast paths."
+	f.Explanation = "Timestamps (RFC 7323) give an RTT sample with every ACK and protect against wrapped sequence numbers (PAWS), which a 10 Gbit/s flow wraps in under 4 s."
+	f.Evidence = []model.Evidence{{What: "timestamps negotiated", Value: "no", Source: v.optsSource()}}
+	f.Fix = []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_timestamps=1"}}
+	return f, true
+}
+
+// optsSource is the end whose kernel showed the negotiated options.
+func (v *view) optsSource() string {
+	if v.sndKernel {
+		return v.source(model.Sender)
+	}
+	return v.source(model.Receiver)
+}
+
+func smallMSSRule(v *view, lim limitSet) (model.Finding, bool) {
+	// Without the sender's kernel the MSS is the largest segment the
+	// receiver saw, which says so only once data flowed.
+	if v.mss == 0 || v.mss >= smallMSS || (v.pmtu > 0 && v.pmtu < 1280) || (!v.sndKernel && (!v.receivedOK || v.received < stalledBytes)) {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "small-mss", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.High}
+	full := model.Bytes(1448)
+	if v.pmtu > 0 {
+		full = v.pmtu - 52 // IPv4 and TCP headers with timestamps
+	}
+	f.Summary = fmt.Sprintf("Segments carry only %d bytes where the path MTU allows about %d: every per-packet cost, and the loss bound, is %.1f× worse.",
+		v.mss, full, float64(full)/float64(v.mss))
+	f.Explanation = "The MSS is set by the smaller of what the receiver advertises and the path MTU. A small value comes from an MSS clamp on a middlebox, a route's advmss, or the application's TCP_MAXSEG. The Mathis bound grows linearly with the MSS."
+	f.Evidence = []model.Evidence{
+		{What: "sender's MSS", Value: v.mss.Decimal(), Source: v.optsSource()},
+		{What: "path MTU", Value: v.pmtu.Decimal(), Source: v.optsSource()},
+	}
+	if v.advMSS > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "receiver's advertised MSS", Value: v.advMSS.Decimal(), Source: v.source(model.Receiver)})
+	}
+	f.Fix = []model.Fix{
+		{Where: "both ends", Kind: "ip", Command: "ip route show (an advmss on the route clamps it); iptables -t mangle -S | grep TCPMSS"},
+		{Where: "application", Kind: "setsockopt", Command: "do not set TCP_MAXSEG (tcpscope test without -M)"},
+	}
+	if lim["loss-limited"] {
+		f.Severity = model.Critical
+		f.Effect = fmt.Sprintf("at %d bytes the loss bound is %.1f× higher", full, float64(full)/float64(v.mss))
+	}
+	return f, true
+}
+
+func rtoStalls(v *view, lim limitSet) (model.Finding, bool) {
+	if !v.sndKernel || v.rtos == 0 || v.life <= 0 {
+		return model.Finding{}, false
+	}
+	share := v.rtoShare()
+	if share < rtoShare && v.rtos < 3 {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "rto-stalls", Layer: model.LayerTransport, Severity: model.Warning, Confidence: model.High}
+	if share >= rtoShare {
+		f.Severity = model.Critical
+	}
+	f.Summary = fmt.Sprintf("The sender stalled on %d retransmission timeouts, %v in all (%s of the test).", v.rtos, v.rtoTime.Round(time.Millisecond), pct(share))
+	f.Explanation = "A timeout means the sender heard nothing for a whole RTO (at least 200 ms on Linux) and restarts from one segment. It happens when a whole window is lost, or too few segments follow a loss to trigger fast retransmit."
+	f.Evidence = []model.Evidence{
+		{What: "retransmission timeouts", Value: fmt.Sprint(v.rtos), Source: v.source(model.Sender)},
+		{What: "time recovering from them", Value: v.rtoTime.Round(time.Millisecond).String(), Source: v.source(model.Sender)},
+	}
+	f.Fix = []model.Fix{{Where: "path", Kind: "ethtool", Command: "look for bursts of loss: ethtool -S IFACE, and a queue too short for the path's BDP"}}
+	if v.optsOK && !v.opts.SACK {
+		f.Fix = append(f.Fix, model.Fix{Where: "both ends", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_sack=1"})
+	}
+	return f, true
+}
+
+// reordering: packets overtook each other on the path. Over loopback
+// there is no path: what the kernel counts there is the host's own (GRO,
+// several receive queues) and nothing on a network could be changed, so
+// the rule stays silent.
+func reordering(v *view, lim limitSet) (model.Finding, bool) {
+	if !v.sndKernel || v.local || v.reordSeen < minReorderings ||
+		(v.segsOut > 0 && float64(v.reordSeen) < reorderShare*float64(v.segsOut)) {
+		return model.Finding{}, false
+	}
+	// Reordering this common costs a sender early retransmissions and
+	// window reductions (DSACKs count the spurious ones), and per-packet
+	// load balancing behind it can be fixed: a warning.
+	f := model.Finding{ID: "reordering", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.Medium}
+	if v.segsOut > 0 {
+		f.Confidence = model.High
+	}
+	f.Summary = fmt.Sprintf("The path reorders packets: the sender saw %d reorderings and now tolerates %d segments out of order.", v.reordSeen, v.reordering)
+	f.Explanation = "Packets overtaking each other (parallel links, load balancing per packet, some wireless) look like loss to a sender that counts duplicate ACKs. Linux adapts its threshold and uses RACK, but early retransmissions cost rate; DSACKs show the ones that were spurious."
+	f.Evidence = []model.Evidence{
+		{What: "reordering events seen", Value: fmt.Sprint(v.reordSeen), Source: v.source(model.Sender)},
+		{What: "reordering degree (segments)", Value: fmt.Sprint(v.reordering), Source: v.source(model.Sender)},
+		{What: "spurious retransmissions reported by DSACK", Value: fmt.Sprint(v.dsack), Source: v.source(model.Sender)},
+	}
+	if v.segsOut > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "data segments sent", Value: fmt.Sprint(v.segsOut), Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{{Where: "path", Kind: "ip", Command: "find per-packet load balancing (ECMP or bonding in round-robin mode) on the path"}}
+	return f, true
+}
+
+func zeroWindow(v *view, lim limitSet) (model.Finding, bool) {
+	if !v.sndKernel || v.samples == 0 || v.zeroWindows < minZeroWindows || float64(v.zeroWindows) < zeroWindowShare*float64(v.samples) {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "zero-window", Layer: model.LayerApplication, Severity: model.Warning, Confidence: model.High}
+	if lim["rwnd-limited"] || lim["slow-reader"] {
+		f.Severity = model.Critical
+	}
+	f.Summary = fmt.Sprintf("The receiving application fell behind: its window was closed in %d of %d samples.", v.zeroWindows, v.samples)
+	f.Explanation = "A closed window (zero, or the one scale unit Linux still advertises) means the receiver's buffer is full because the application is not reading; the sender then waits, probing. A bigger buffer only postpones it."
+	f.Evidence = []model.Evidence{{What: "samples with a closed window (under two segments)", Value: fmt.Sprintf("%d of %d", v.zeroWindows, v.samples), Source: v.source(model.Sender)}}
+	f.Fix = []model.Fix{{Where: "application", Kind: "application", Command: "make the receiver read faster: larger reads, less work per read, a faster disk behind it; check its CPU"}}
+	return f, true
+}
+
+// lossyPath: loss that did not set the rate (BBR rode over it, or a
+// loss-based sender met it in bursts) is still worth knowing when it
+// would cost a loss-based sender: its Mathis bound is below the rate
+// this transfer got. Loss whose bound is above the rate costs nothing
+// (loopback's few drops in the host's own queues, at a bound of Tbit/s).
+func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
+	if lim["loss-limited"] || lim["policer"] || lim["pmtu-blackhole"] || !v.sndKernel || !v.lossOK || v.loss < lossyShare || v.mss == 0 || v.minRTT <= 0 {
+		return model.Finding{}, false
+	}
+	// A loss-based sender fills the bottleneck's queue until it drops:
+	// with the queue built up, its losses are how it finds the rate, not
+	// a cost. And a path loses steadily: retransmissions most of which
+	// fell in one interval are one episode (slow start overshooting a
+	// long path's queue, one outage), not a lossy path.
+	if (v.cc != "bbr" && pathFull(v)) || v.retransPeak > lossyPeak {
+		return model.Finding{}, false
+	}
+	bound := mathisBound(v, o)
+	if bound >= v.goodput {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "lossy-path", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.Medium}
+	cause := "random loss on the path (errors, a policer, a congested link elsewhere)"
+	if pathFull(v) {
+		// A queue built up, so some or all of it may be the queue
+		// overflowing; the endpoints cannot tell the two apart.
+		cause = fmt.Sprintf("the bottleneck's queue overflowing (the RTT rose by %v under load), or errors on the path", (v.srtt - v.minRTT).Round(100*time.Microsecond))
+	} else if v.loss >= policerLoss && v.cc == "bbr" {
+		// BBR on a policer paces at the policed rate and looks like BBR
+		// over random loss; a loss-based sender would tell them apart.
+		cause = "loss without a queue: errors on the path, or a policer (a rate limit that drops instead of queueing); a test with -C cubic tells them apart"
+	}
+	cc := v.cc
+	if cc == "" {
+		cc = "the congestion control"
+	}
+	kept := cc + " kept the rate up; a loss-based sender (cubic, reno) would be held to about " + rate(bound) + " here."
+	if v.cc != "bbr" {
+		// A loss-based sender above its bound: the losses came few to a
+		// window (bursts, or slow start), not spread over the transfer.
+		kept = "the rate stayed above the " + rate(bound) + " Mathis bound for loss spread evenly: the losses came clustered."
+	}
+	f.Summary = fmt.Sprintf("%.3g%% of the bytes sent were retransmitted: %s. %s", 100*v.loss, cause, kept)
+	f.Explanation = "The Mathis bound, C·MSS/(RTT·√p), is what a loss-based congestion control averages at loss p. BBR paces at the bottleneck rate it measures and does not treat random loss as congestion, so it can run far above the bound; other flows and hosts on the path may not."
+	f.Evidence = []model.Evidence{
+		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		{What: "congestion control", Value: cc, Source: v.source(model.Sender)},
+		{What: fmt.Sprintf("Mathis bound, C = %.2f", o.c()), Value: rate(bound)},
+		rttEvidence(v),
+	}
+	f.Fix = []model.Fix{{Where: "path", Kind: "ethtool", Command: "on each host and router interface along the path: ethtool -S IFACE | grep -iE 'err|drop|crc'; ip -s link show IFACE"}}
+	return f, true
+}
+
+// jumbo: on a loss-limited path a larger MTU raises the bound linearly.
+func jumbo(v *view, lim limitSet, o Options) (model.Finding, bool) {
+	// Bursts take whole flights whatever their packets' size.
+	if !lim["loss-limited"] || v.pmtu == 0 || v.pmtu > 1500 || v.rtoShare() >= rtoShare {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "jumbo-frames", Layer: model.LayerLink, Severity: model.Info, Confidence: model.Low}
+	gain := float64(9000-52) / float64(v.mss)
+	f.Summary = fmt.Sprintf("Jumbo frames would help: with loss per packet, a 9000-byte MTU raises the loss bound about %.1f×.", gain)
+	f.Explanation = "The Mathis bound is linear in the MSS when loss strikes packets regardless of size, and grows with √MTU when it comes from bit errors. Every link on the path must carry the larger frames."
+	f.Evidence = []model.Evidence{{What: "path MTU", Value: v.pmtu.Decimal(), Source: v.source(model.Sender)}}
+	f.Fix = []model.Fix{{Where: "path", Kind: "ip", Command: "ip link set dev IFACE mtu 9000 on both hosts, and on every switch and router between them"}}
+	return f, true
+}

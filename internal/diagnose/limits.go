@@ -1,0 +1,713 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpmath"
+)
+
+// limit decides what held the sender back, in this order: the receiving
+// application, the receiver's window, the send buffer, the sending
+// application, its pacing cap, a policer, loss, or the path itself. The
+// first that applies leads; when the window or the send buffer binds and
+// loss binds as well, both are returned, in that fixed order, so the
+// verdict names the same pair whichever happened to show more in one
+// short run.
+func limit(v *view, run *model.Run, o Options) []model.Finding {
+	if !v.sndKernel {
+		return []model.Finding{receiverOnly(v, run, o)}
+	}
+	if slowReading(v) {
+		return []model.Finding{slowReader(v)}
+	}
+	loss, lossBinds := lossLimited(v, o)
+	lossBinds = lossBinds && !pathFull(v)
+	with := func(f model.Finding) []model.Finding {
+		if lossBinds {
+			return []model.Finding{f, loss}
+		}
+		return []model.Finding{f}
+	}
+	if rwndBinds(v) {
+		return with(rwndLimited(v, run, o))
+	}
+	if sndbufBinds(v, run) {
+		return with(sndbufLimited(v, run, o))
+	}
+	if f, ok := appLimit(v, run); ok {
+		return []model.Finding{f}
+	}
+	if v.receivedOK && v.maxPacing > 0 && float64(v.goodput) >= nearWindow*float64(v.streams)*float64(v.maxPacing) {
+		return []model.Finding{pacingLimited(v, run)}
+	}
+	if f, ok := policer(v, o); ok {
+		return []model.Finding{f}
+	}
+	if lossBinds {
+		// The receiver's window within reach of the rate binds too: with
+		// less loss the rate stops there. Linux's autotuning offers tens
+		// of times the rate's window, so a window this close is a cap.
+		if v.windowOK && v.receivedOK && float64(v.windowBound) <= coLimit*float64(v.goodput) {
+			return []model.Finding{rwndLimited(v, run, o), loss}
+		}
+		return []model.Finding{loss}
+	}
+	return []model.Finding{bottleneck(v, o)}
+}
+
+// rwndBinds: the receiver's window held the sender back. Not with a
+// queue built up on the path: a window that lets a queue stand is larger
+// than the path's bandwidth-delay product, and the bottleneck, not the
+// window, sets the rate.
+func rwndBinds(v *view) bool {
+	l := v.limited
+	switch {
+	case pathFull(v):
+		return false
+	case v.local:
+		// Over loopback the window holds what the reader has not yet
+		// taken, and any congestion window outgrows it: only a sender
+		// that waited on it most of the time was held by it.
+		return v.limitedOK && l.Rwnd >= limitedShare && l.Rwnd >= l.Cwnd
+	}
+	atWindow := v.windowOK && v.receivedOK && float64(v.goodput) >= nearWindow*float64(v.windowBound)
+	receiverBound := v.cwndOverRwnd >= limitedShare && v.loss < lossFloor
+	switch {
+	case receiverBound && (!v.limitedOK || l.Rwnd >= rwndSomeShare):
+		return true
+	case v.limitedOK && l.Rwnd >= limitedShare && l.Rwnd >= l.Cwnd:
+		return true
+	case atWindow && (!v.limitedOK || l.Rwnd >= rwndSomeShare):
+		// The kernel counts receive-window-limited time only while the
+		// window is completely full; with cwnd ≈ rwnd the two alternate,
+		// and goodput at window/RTT is the telling sign.
+		return true
+	}
+	return false
+}
+
+// targetWindow is the window the fix should allow: the target's BDP, or
+// without a target four times today's window (enough to show whether the
+// window was the limit).
+func targetWindow(v *view, o Options, now model.Bytes) (model.Bytes, model.Bitrate) {
+	perStream := float64(max(v.streams, 1))
+	if o.Target > 0 {
+		w := model.Bytes(math.Ceil(float64(tcpmath.BDP(o.Target, v.minRTT)) / perStream))
+		return max(w, now), o.Target
+	}
+	w := 4 * max(now, 64*model.KiB)
+	return w, model.Bitrate(perStream * float64(tcpmath.WindowRate(w, v.minRTT)))
+}
+
+func rwndLimited(v *view, run *model.Run, o Options) model.Finding {
+	f := model.Finding{ID: "rwnd-limited", Layer: model.LayerTransport, Severity: model.Critical, Confidence: model.High}
+	win := v.peerWindow
+	f.Evidence = append(f.Evidence, goodputEvidence(v))
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+	} else {
+		f.Confidence = model.Medium
+	}
+	f.Evidence = append(f.Evidence,
+		model.Evidence{What: "largest window the receiver advertised", Value: win.Binary(), Source: v.source(model.Sender)},
+		rttEvidence(v),
+		model.Evidence{What: "window/RTT bound", Value: rate(v.windowBound)})
+	if v.rcvBuf > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "receiver's socket buffer (SO_RCVBUF as granted)", Value: v.rcvBuf.Binary(), Source: v.source(model.Receiver)})
+	}
+	if v.optsOK && !v.opts.WindowScaling && win <= fullWindow64K {
+		// The seed's case: without window scaling no buffer helps.
+		f.ID = "wscale-off"
+		f.Summary = fmt.Sprintf("Window scaling is off, so the receiver can offer at most 64 KiB: %s at this RTT, and the transfer got %s.",
+			rate(tcpmath.WindowRate(fullWindow64K, v.minRTT)), rate(v.goodput))
+		f.Explanation = wscaleExplanation
+		f.Evidence = append(f.Evidence, model.Evidence{What: "window scaling negotiated", Value: "no", Source: v.source(model.Sender)})
+		f.Fix = wscaleFix()
+		w, r := targetWindow(v, o, fullWindow64K)
+		f.Effect = fmt.Sprintf("with window scaling and %s of receive buffer the window bound rises from %s to about %s",
+			bufferFor(w).Binary(), rate(v.windowBound), rate(r))
+		f.Predicted = model.Some(r)
+		return f
+	}
+	w, r := targetWindow(v, o, win)
+	buf := bufferFor(w)
+	switch {
+	case !v.limitedOK:
+		f.Summary = fmt.Sprintf("The receiver's window limits this transfer: goodput %s is the window/RTT bound %s (%s per %v).",
+			rate(v.goodput), rate(v.windowBound), win.Binary(), v.minRTT.Round(time.Microsecond))
+	case v.limited.Rwnd < rwndSomeShare:
+		// Bound with loss: the window caps what the sender reaches
+		// between losses.
+		f.Summary = fmt.Sprintf("The receiver's window caps this transfer at %s (%s per round trip of %v): loss held the sender below it in this run (it waited on the window %s of the time), and with less loss it stops there.",
+			rate(v.windowBound), win.Binary(), v.minRTT.Round(time.Microsecond), pct(v.limited.Rwnd))
+	default:
+		f.Summary = fmt.Sprintf("The receiver's window limits this transfer: the sender waited on it %s of the time, and %s per round trip of %v allows %s.",
+			pct(v.limited.Rwnd), win.Binary(), v.minRTT.Round(time.Microsecond), rate(v.windowBound))
+	}
+	f.Explanation = "TCP can have at most one receive window of data in flight per round trip, so the rate is at most window/RTT. The receiver's window comes from its socket buffer: " +
+		"the autotuning maximum net.ipv4.tcp_rmem, or a fixed SO_RCVBUF (which turns autotuning off). A long path needs a window of its bandwidth-delay product."
+	if run.Config.Window > 0 {
+		f.Fix = []model.Fix{
+			{Where: v.receiverName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.core.rmem_max=%d", buf)},
+			{Where: "application", Kind: "setsockopt", Command: fmt.Sprintf("setsockopt(SO_RCVBUF, %d), or leave SO_RCVBUF unset so autotuning can grow it (tcpscope test -w %s, or no -w)", buf, buf.Binary())},
+		}
+	} else {
+		f.Fix = []model.Fix{{Where: v.receiverName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", buf)}}
+	}
+	f.Effect = fmt.Sprintf("raising the receiver's buffer to %s lifts the window bound from %s to about %s", buf.Binary(), rate(v.windowBound), rate(r))
+	if o.Target == 0 {
+		f.Effect += " (with --target-rate the fix is sized for your path)"
+	}
+	f.Predicted = model.Some(r)
+	return f
+}
+
+const wscaleExplanation = "Without the window scale option (RFC 7323) a TCP window is a 16-bit number, at most 65,535 bytes, and a sender can have no more than one window in flight per round trip. " +
+	"Either end can turn it off, and a middlebox can strip it from the handshake; then no buffer size helps."
+
+func wscaleFix() []model.Fix {
+	return []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_window_scaling=1"},
+		{Where: "path", Kind: "firewall", Command: "if both ends have it on, find the middlebox that strips TCP options from SYNs"}}
+}
+
+// slowReading: the receiving application left data unread while the
+// sender waited on the window. The receiver's own queue (SIOCINQ) shows
+// it directly: a median of unread bytes at least the window it advertised
+// (a reader that keeps up leaves next to nothing). Unread data alone is
+// not enough: over loopback the bytes arrive as fast as they are written
+// and sit a moment in any reader's queue, so the sender must also have
+// waited on the window. Runs recorded without the queue, or with the
+// receiver's kernel unread, fall back on the window's shape: a median
+// window many times below the largest means a buffer full of unread data.
+func slowReading(v *view) bool {
+	waited := v.cwndOverRwnd >= limitedShare || (v.limitedOK && v.limited.Rwnd >= rwndSomeShare)
+	if v.local {
+		// Over loopback any reader is slower than the delivery, and
+		// the congestion window outgrows any receive window: the
+		// sender must have waited on the reader most of the time.
+		waited = v.limitedOK && v.limited.Rwnd >= limitedShare
+	}
+	if v.recvQOK && v.windowOK {
+		return waited && v.medianRecvQ >= minUnread && v.medianRecvQ >= v.medianWindow
+	}
+	receiverBound := v.cwndOverRwnd >= limitedShare && v.loss < lossFloor
+	return v.windowOK && receiverBound && v.medianWindow > 0 && v.medianWindow*slowReaderRatio < v.peerWindow
+}
+
+// slowReadingReceiver is slowReading from the receiver's end alone (the
+// sender's kernel was not read): unread data at least the window the
+// receiver advertised, and that window shrunk to under a quarter of its
+// largest.
+func slowReadingReceiver(v *view) bool {
+	return v.recvQOK && v.rcvWndOK && v.medianRecvQ >= minUnread && v.medianRecvQ >= v.rcvWndMedian &&
+		v.rcvWndMedian*slowReaderRatio <= v.rcvWndMax
+}
+
+func slowReader(v *view) model.Finding {
+	f := model.Finding{ID: "slow-reader", Layer: model.LayerApplication, Severity: model.Critical, Confidence: model.High}
+	med, top, from, rtt := v.medianWindow, v.peerWindow, v.source(model.Sender), v.minRTT
+	if !v.windowOK {
+		// Only the receiver's end was read: its own account of the
+		// window it offered.
+		med, top, from, rtt = v.rcvWndMedian, v.rcvWndMax, v.source(model.Receiver), v.rcvRTT
+	}
+	f.Summary = fmt.Sprintf("The receiving application reads slower than the network delivers: its window stayed near %s (median) although its buffer allowed %s, and the transfer got %s.",
+		med.Binary(), top.Binary(), rate(v.goodput))
+	f.Explanation = "A receiver advertises the free space in its buffer. When the application does not read, the buffer fills with unread data and the window closes to what each read frees; the sender, with a congestion window many times larger, waits. A bigger buffer only postpones it: the application must read faster."
+	f.Evidence = []model.Evidence{
+		goodputEvidence(v),
+		{What: "receiver's advertised window, median and largest", Value: fmt.Sprintf("%s, %s", med.Binary(), top.Binary()), Source: from},
+	}
+	if v.windowOK {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "samples with the congestion window ≥ 2 × the receiver's window", Value: pct(v.cwndOverRwnd), Source: v.source(model.Sender)})
+	}
+	if v.recvQOK {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "bytes received and not yet read by the application (median)", Value: v.medianRecvQ.Binary(), Source: v.source(model.Receiver)})
+	}
+	switch {
+	case !v.sndKernel:
+		f.Confidence = model.Medium
+		f.Summary += " Seen from the receiver's end only: the sender's kernel was not read."
+		if v.rcvRTT > 0 {
+			f.Evidence = append(f.Evidence, model.Evidence{What: "receiver's RTT estimate (rcv_rtt, median)", Value: v.rcvRTT.Round(time.Microsecond).String(), Source: v.source(model.Receiver)})
+		}
+	case !v.recvQOK:
+		f.Confidence = model.Medium
+		if !v.rcvKernel {
+			f.Summary += " Seen from the sender's end only: the receiver's kernel was not read."
+		}
+		f.Evidence = append(f.Evidence, rttEvidence(v))
+	default:
+		f.Evidence = append(f.Evidence, rttEvidence(v))
+	}
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+	}
+	if v.zeroWindows > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "samples with a closed window (under two segments)", Value: fmt.Sprintf("%d of %d", v.zeroWindows, v.samples), Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{{Where: "application", Kind: "application", Command: "make the receiver read faster: larger reads, less work between reads, a faster disk or a separate writer thread behind it; check its CPU"}}
+	if rtt > 0 && top > 0 {
+		f.Effect = fmt.Sprintf("the window can then open to %s, which carries %s at this RTT", top.Binary(),
+			rate(model.Bitrate(float64(max(v.streams, 1))*float64(tcpmath.WindowRate(top, rtt)))))
+	}
+	return f
+}
+
+// sndbufBinds: the send buffer held the sender back. The kernel's chrono
+// counts send-buffer-limited time only when its SOCK_NOSPACE bookkeeping
+// sees a blocked writer while the congestion window is not the limit,
+// which misses most non-blocking writers (tcpscope's own, Go's, Node's,
+// nginx's) and slow start: its counter can read 1% with the buffer full
+// all along. The samples show a full buffer directly: nothing left
+// unsent, in flight far below both the congestion window and the
+// receiver's window, in a sender whose application always has data (a
+// memory-to-memory test not paced by -b), or whose send queue sat at the
+// same ceiling in every such sample (a watched socket, application
+// unknown).
+func sndbufBinds(v *view, run *model.Run) bool {
+	l := v.limited
+	switch {
+	case pathFull(v):
+		return false // the buffer held more than the path's BDP: the bottleneck set the rate
+	case v.local:
+		// Over loopback "in flight" is the reader's backlog: a full
+		// send buffer there is the reader's pace, which a larger
+		// buffer does not change; only the kernel's own count counts.
+		return v.limitedOK && l.Sndbuf >= limitedShare && l.Sndbuf >= l.Cwnd
+	case v.limitedOK && l.Sndbuf >= sndbufShare && l.Sndbuf >= l.Cwnd:
+		return true
+	}
+	return v.fullShare >= appShare && v.fullSamples >= minFullSamples && run.Config.Bitrate == 0 && (v.test || v.sendQPlateau)
+}
+
+func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
+	f := model.Finding{ID: "sndbuf-limited", Layer: model.LayerHost, Severity: model.Critical, Confidence: model.High}
+	now := max(v.sndBuf/2, v.idleSendQ, 64*model.KiB)
+	w, r := targetWindow(v, o, now)
+	buf := bufferFor(w)
+	chrono := v.limitedOK && v.limited.Sndbuf >= sndbufShare && v.limited.Sndbuf >= v.limited.Cwnd
+	f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: it was full %s of the time.", pct(v.limited.Sndbuf))
+	if !chrono {
+		f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: in %s of the samples it held %s sent and unacknowledged with nothing more unsent, while the congestion window allowed %s and the receiver offered %s; %s per round trip of %v is %s.",
+			pct(v.fullShare), v.idleSendQ.Binary(), v.idleCwnd.Binary(), v.peerWindow.Binary(), v.idleFlight.Binary(), v.minRTT.Round(time.Microsecond),
+			rate(model.Bitrate(float64(max(v.streams, 1))*float64(tcpmath.WindowRate(v.idleFlight, v.minRTT)))))
+		if !v.test {
+			f.Confidence = model.Medium // the application is not known to have had more
+		}
+	}
+	f.Explanation = "A sender keeps every byte in its send buffer until it is acknowledged, so the buffer must hold a bandwidth-delay product. " +
+		"Its ceiling is net.ipv4.tcp_wmem's maximum, or a fixed SO_SNDBUF. A full buffer leaves nothing unsent while both windows have room: the application is blocked, not idle."
+	f.Evidence = []model.Evidence{goodputEvidence(v)}
+	if v.idleSamples > 0 {
+		f.Evidence = append(f.Evidence,
+			model.Evidence{What: "samples with the send buffer full: nothing unsent, at least 16 KiB queued, both windows with room", Value: pct(v.fullShare), Source: v.source(model.Sender)},
+			model.Evidence{What: "in the idle samples (median): send queue, unsent, in flight, congestion window", Value: fmt.Sprintf("%s, %s, %s, %s",
+				v.idleSendQ.Binary(), v.idleNotsent.Binary(), v.idleFlight.Binary(), v.idleCwnd.Binary()), Source: v.source(model.Sender)})
+	}
+	if v.windowOK {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "largest window the receiver advertised", Value: v.peerWindow.Binary(), Source: v.source(model.Sender)})
+	}
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+	}
+	f.Evidence = append(f.Evidence, rttEvidence(v))
+	if v.sndBuf > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "sender's socket buffer at setup (SO_SNDBUF as granted; autotuning grows it)", Value: v.sndBuf.Binary(), Source: v.source(model.Sender)})
+	}
+	if run.Config.Window > 0 {
+		f.Fix = []model.Fix{
+			{Where: v.senderName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.core.wmem_max=%d", buf)},
+			{Where: "application", Kind: "setsockopt", Command: fmt.Sprintf("setsockopt(SO_SNDBUF, %d), or leave it unset (tcpscope test -w %s, or no -w)", buf, buf.Binary())},
+		}
+	} else {
+		f.Fix = []model.Fix{{Where: v.senderName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_wmem=\"4096 16384 %d\"", buf)}}
+	}
+	f.Effect = fmt.Sprintf("a %s send buffer allows about %s", buf.Binary(), rate(r))
+	f.Predicted = model.Some(r)
+	return f
+}
+
+// appLimit: the sending application is the limit. With -b it is the rate
+// asked for (goodput at it, or the sender idle between the paced
+// writes); without, a sender whose kernel counted it idle most of the
+// time, or (a watched socket whose application is unknown) one idle in
+// most samples with a send queue that was not held at a ceiling.
+func appLimit(v *view, run *model.Run) (model.Finding, bool) {
+	asked := model.Bitrate(float64(run.Config.Bitrate) * float64(max(v.streams, 1)))
+	switch {
+	case asked > 0 && v.receivedOK && float64(v.goodput) >= appRateShare*float64(asked):
+		return appRateLimit(v, run, asked), true
+	case asked > 0 && v.sndKernel && v.idleShare >= appShare:
+		return appRateLimit(v, run, asked), true
+	case v.sndKernel && v.limitedOK && v.limited.App >= appShare:
+		return appLimited(v, run), true
+	case v.sndKernel && !v.test && v.idleShare >= appShare && !v.sendQPlateau:
+		return appLimited(v, run), true
+	}
+	return model.Finding{}, false
+}
+
+// appRateLimit: -b (tcpscope's, or a stock iperf3 client's) set the rate.
+func appRateLimit(v *view, run *model.Run, asked model.Bitrate) model.Finding {
+	f := model.Finding{ID: "sender-app-limited", Layer: model.LayerApplication, Severity: model.Info, Confidence: model.High}
+	f.Summary = fmt.Sprintf("The application's own rate limit is the limit: -b asked for %s, and the transfer got %s.", rate(asked), rate(v.goodput))
+	f.Explanation = "The sending application writes no faster than the rate it was given (tcpscope's and iperf3's -b), so the test shows that rate, not what the path carries."
+	f.Evidence = []model.Evidence{goodputEvidence(v), {What: "write rate asked for (-b, all streams)", Value: rate(asked)}}
+	if v.sndKernel && v.idleSamples > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "samples with nothing unsent while both windows had room", Value: pct(v.idleShare), Source: v.source(model.Sender)})
+	}
+	if float64(v.goodput) < appRateShare*float64(asked) {
+		// The writer fell short of its own rate: the CPU, or writes too
+		// small for the rate.
+		f.Severity, f.Confidence = model.Warning, model.Medium
+		f.Summary = fmt.Sprintf("The sending application did not reach its own rate limit: -b asked for %s, the transfer got %s, and the sender had nothing to send in %s of the samples.",
+			rate(asked), rate(v.goodput), pct(v.idleShare))
+		f.Fix = []model.Fix{{Where: "application", Kind: "application", Command: "check the sender's CPU (top, mpstat) while it runs" + largerBlocks(run)}}
+		return f
+	}
+	f.Fix = []model.Fix{{Where: "application", Kind: "tcpscope", Command: "test without -b to see what the path carries"}}
+	return f
+}
+
+// largerBlocks suggests larger writes only to a sender writing small
+// ones: tcpscope and iperf3 write 128 KiB or more by default.
+func largerBlocks(run *model.Run) string {
+	if l := run.Config.Length; l > 0 && l < 128*model.KiB {
+		return fmt.Sprintf(", and write larger blocks than %s (tcpscope test -l 1M)", l.Binary())
+	}
+	return ""
+}
+
+func appLimited(v *view, run *model.Run) model.Finding {
+	f := model.Finding{ID: "sender-app-limited", Layer: model.LayerApplication, Severity: model.Warning, Confidence: model.Medium}
+	share, what := v.idleShare, "of the samples"
+	if v.limitedOK && v.limited.App >= appShare {
+		share, what, f.Confidence = v.limited.App, "of the time", model.High
+	}
+	f.Summary = fmt.Sprintf("The sending application did not keep the connection busy: the kernel had nothing to send %s %s.", pct(share), what)
+	f.Explanation = "The window had room and the socket had nothing queued: the kernel waited for the application to write. In a memory-to-memory test that means a busy CPU or small writes; in an application it means the data is not produced fast enough."
+	f.Evidence = []model.Evidence{goodputEvidence(v),
+		{What: "samples with nothing unsent while both windows had room", Value: pct(v.idleShare), Source: v.source(model.Sender)}}
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+	}
+	if v.idleSamples > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "in them (median): send queue, in flight, congestion window", Value: fmt.Sprintf("%s, %s, %s",
+			v.idleSendQ.Binary(), v.idleFlight.Binary(), v.idleCwnd.Binary()), Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{{Where: "application", Kind: "application", Command: "check the sender's CPU (top, mpstat) and how fast it produces data" + largerBlocks(run)}}
+	return f
+}
+
+// pacingLimited: the sender's pacing cap (SO_MAX_PACING_RATE) is what
+// the transfer ran at. The kernel counts paced time as busy, so the
+// chrono counters call it congestion-window time.
+func pacingLimited(v *view, run *model.Run) model.Finding {
+	f := model.Finding{ID: "pacing-limited", Layer: model.LayerApplication, Severity: model.Warning, Confidence: model.High}
+	cap := model.Bitrate(float64(v.streams) * float64(v.maxPacing))
+	f.Summary = fmt.Sprintf("The sender's pacing cap is the limit: SO_MAX_PACING_RATE allows %s, and the transfer got %s.", rate(cap), rate(v.goodput))
+	f.Explanation = "A socket with SO_MAX_PACING_RATE never sends faster than the cap, whatever the path could carry. Applications set it to share a link politely; tcpscope sets it with --fq-rate."
+	f.Evidence = []model.Evidence{goodputEvidence(v),
+		{What: "pacing cap per stream (SO_MAX_PACING_RATE)", Value: rate(v.maxPacing), Source: v.source(model.Sender)}}
+	if run.Config.FQRate > 0 {
+		f.Severity = model.Info
+		f.Evidence = append(f.Evidence, model.Evidence{What: "asked for with --fq-rate", Value: rate(run.Config.FQRate)})
+		f.Fix = []model.Fix{{Where: "application", Kind: "tcpscope", Command: "test without --fq-rate to see what the path carries"}}
+	} else {
+		f.Fix = []model.Fix{{Where: "application", Kind: "setsockopt", Command: "raise or remove the application's SO_MAX_PACING_RATE"}}
+	}
+	return f
+}
+
+// policer: a rate limit that drops instead of queueing. A loss-based
+// sender through a queueing bottleneck loses packets only once the queue
+// is full, after the round trip has grown; through random loss it sits
+// near the Mathis bound. Through a policer it loses heavily with the
+// round trip at its minimum, far above the Mathis bound of that loss (the
+// drops come in bursts whenever it exceeds the rate, one window
+// reduction for many packets), and its rate sits flat at the policed
+// rate. BBR on a policer detects it and paces at the rate; its trace is
+// random loss's, so the rule is for loss-based senders.
+func policer(v *view, o Options) (model.Finding, bool) {
+	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || v.cc == "bbr" || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) ||
+		v.rateSpread == 0 || v.rateSpread > plateauSpread || v.retransSpread < policerSustained {
+		return model.Finding{}, false
+	}
+	bound := mathisBound(v, o)
+	if float64(v.goodput) < policerOverMathis*float64(bound) {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "policer", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
+	f.Summary = fmt.Sprintf("A policer holds this transfer at about %s: %.3g%% of the bytes sent were dropped and sent again while the round trip stayed at its minimum (%v, %v smoothed) and the rate sat flat; random loss that heavy would allow only %s.",
+		rate(v.goodput), 100*v.loss, v.minRTT.Round(100*time.Microsecond), v.srtt.Round(100*time.Microsecond), rate(bound))
+	f.Explanation = "A policer is a rate limit that drops what exceeds its rate (a token bucket) instead of queueing it, as a shaper or a congested link does. " +
+		"A sender above the rate loses bursts of packets with no queue building first, so the round trip does not rise before the losses, and the rate sits at the policed rate while the loss stays high. " +
+		"Flach et al. (\"An Internet-Wide Analysis of Traffic Policing\", SIGCOMM 2016) found policing behind a large share of poor transfers: the retransmissions waste capacity and cost a loss-based sender more than a queue would."
+	per := model.Bitrate(0.95 * float64(v.goodput) / float64(max(v.streams, 1)))
+	f.Evidence = []model.Evidence{
+		goodputEvidence(v),
+		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		rttEvidence(v),
+		{What: "largest over smallest goodput of the measured intervals", Value: fmt.Sprintf("%.2f", v.rateSpread), Source: v.source(model.Receiver)},
+		{What: fmt.Sprintf("Mathis bound for that loss, C = %.2f", o.c()), Value: rate(bound)},
+		{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)},
+	}
+	f.Fix = []model.Fix{
+		{Where: v.senderName(), Kind: "tcpscope", Command: fmt.Sprintf("pace below the policed rate: tcpscope test --fq-rate %s (SO_MAX_PACING_RATE per stream), or tc qdisc replace dev IFACE root fq maxrate %s", per, per)},
+		{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (BBR finds a policed rate and paces at it)"},
+		{Where: "path", Kind: "tc", Command: "shape at the edge to just below the policed rate (tc qdisc replace dev IFACE root cake bandwidth RATE), so a queue of yours, not the policer, takes the excess; ask the provider for the policed rate and burst"},
+	}
+	f.Effect = fmt.Sprintf("paced at about %s per stream the drops stop, and the transfer keeps the policed rate without retransmitting %.2g%% of it", per, 100*v.loss)
+	f.Predicted = model.Some(v.goodput)
+	return f, true
+}
+
+// lossLimited: the congestion window held the sender back and the loss
+// explains the rate by the Mathis bound.
+func lossLimited(v *view, o Options) (model.Finding, bool) {
+	if !v.receivedOK || !v.lossOK || v.loss < lossFloor || v.minRTT <= 0 || v.mss <= 0 {
+		return model.Finding{}, false
+	}
+	c := o.c()
+	bound := mathisBound(v, o)
+	ratio := float64(v.goodput) / float64(bound)
+	// Loss in bursts costs a loss-based sender one window reduction, or a
+	// timeout, for many lost packets: the rate sits above the bound the
+	// retransmitted share gives, and the timeouts show where it went.
+	bursty := v.cc != "bbr" && v.rtoShare() >= rtoShare
+	if ratio < 1/mathisBand || (ratio > mathisBand && !bursty) {
+		// Above: loss was there but did not set the rate (BBR, or loss
+		// only in slow start). Below: something else held the rate far
+		// under what this loss allows.
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "loss-limited", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.High}
+	if ratio < 0.5 || ratio > 2 {
+		f.Confidence = model.Medium
+	}
+	f.Summary = fmt.Sprintf("Packet loss limits this transfer: %.3g%% of the bytes sent were retransmitted, and the Mathis bound at %v is %s; it got %s.",
+		100*v.loss, v.minRTT.Round(time.Microsecond), rate(bound), rate(v.goodput))
+	if ratio > mathisBand {
+		f.Summary = fmt.Sprintf("Packet loss in bursts limits this transfer: %.3g%% of the bytes sent were retransmitted and the sender spent %s of the time in retransmission timeouts; it got %s.",
+			100*v.loss, pct(v.rtoShare()), rate(v.goodput))
+	}
+	f.Explanation = "A loss-based congestion control (reno, cubic) halves its window at every loss, so with loss probability p a flow averages at most C·MSS/(RTT·√p) (Mathis et al.). " +
+		"The longer the path, the less loss it takes. Find where packets are lost: a bad cable or optic, a duplex mismatch, a full queue on the path."
+	f.Evidence = []model.Evidence{
+		goodputEvidence(v),
+		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		rttEvidence(v),
+		{What: "MSS", Value: v.mss.Decimal(), Source: v.source(model.Sender)},
+		{What: fmt.Sprintf("Mathis bound, C = %.2f", c), Value: rate(bound)},
+	}
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+	}
+	if v.cc != "" {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{
+		{Where: "path", Kind: "ethtool", Command: "on each host and router interface along the path: ethtool -S IFACE | grep -iE 'err|drop|crc'; ip -s link show IFACE"},
+		{Where: "path", Kind: "ethtool", Command: "ethtool IFACE: both ends of every link at the same speed and full duplex"},
+	}
+	if v.cc != "bbr" {
+		f.Fix = append(f.Fix, model.Fix{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (does not read random loss as congestion)"})
+	}
+	if o.Target > 0 {
+		need := tcpmath.MathisLoss(model.Bitrate(float64(o.Target)/float64(max(v.streams, 1))), v.mss, v.minRTT, c)
+		f.Effect = fmt.Sprintf("to reach %s at this RTT and MSS the loss must fall below %.2g%% (now %.3g%%)", rate(o.Target), 100*need, 100*v.loss)
+		f.Predicted = model.Some(o.Target)
+	} else {
+		f.Effect = fmt.Sprintf("every halving of the loss rate raises the bound by √2; at a tenth of today's loss it is %s",
+			rate(model.Bitrate(float64(bound)*math.Sqrt(10))))
+	}
+	return f, true
+}
+
+// bottleneckExplanation says what "the path is the limit" means here.
+func bottleneckExplanation(v *view) string {
+	if v.local {
+		return "Both ends are on this host: no network lies between them, and the rate is what the CPUs the two applications share copy through the kernel."
+	}
+	return "The sender was limited by its congestion window, which follows what the path delivers, not by a buffer or the application."
+}
+
+// bottleneck: nothing in the hosts held the sender back and loss does
+// not explain the rate: the path is the limit. Healthy, unless the
+// verdict finds it costs something else.
+func bottleneck(v *view, o Options) model.Finding {
+	f := model.Finding{ID: "bottleneck", Layer: model.LayerNetwork, Severity: model.Info, Confidence: model.Medium}
+	f.Summary = fmt.Sprintf("The path's bottleneck is the limit: %s, with the hosts not holding the sender back.", rate(v.goodput))
+	f.Explanation = bottleneckExplanation(v) + " This is how a healthy transfer looks."
+	if v.local {
+		f.Layer = model.LayerHost
+		f.Summary = fmt.Sprintf("There is no path: both ends are on this host, and %s is what it moves between them, with neither buffer nor application holding the sender back.", rate(v.goodput))
+	}
+	f.Evidence = []model.Evidence{goodputEvidence(v), rttEvidence(v)}
+	if !v.receivedOK {
+		f.Summary = "Nothing in the sender held it back; what the path delivered is not known: the receiver's report is missing, and the sender's kernel did not say what was acknowledged."
+		f.Evidence = []model.Evidence{rttEvidence(v)}
+	}
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+		if v.limited.Cwnd >= limitedShare {
+			f.Confidence = model.High
+		}
+	}
+	if v.deliveryMax > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)})
+	}
+	if o.Target > 0 && v.receivedOK && float64(v.goodput) < 0.8*float64(o.Target) {
+		f.Severity = model.Warning
+		f.Summary = fmt.Sprintf("The path delivers %s, below the %s target, and the hosts are not what holds it back.", rate(v.goodput), rate(o.Target))
+		f.Explanation = bottleneckExplanation(v) + " The target is not met: the bottleneck is slower than expected, or shared with other traffic."
+		f.Fix = []model.Fix{{Where: "path", Kind: "tcpscope", Command: "test at different times of day (cross traffic), and with -P 4 (a shared bottleneck gives more streams more)"}}
+	}
+	return f
+}
+
+// receiverOnly is the verdict from the receiver's end alone: the
+// sender's kernel was not read (a stock iperf3 sender, seen by tcpscope
+// as client or server). What only the sender knows (its windows, its
+// buffer, its loss and RTT, its idle time) is not guessed: the rules
+// that need it stay silent, and the verdict says what the receiver saw.
+func receiverOnly(v *view, run *model.Run, o Options) model.Finding {
+	if f, ok := stalledAtReceiver(v); ok {
+		return f
+	}
+	if f, ok := appLimit(v, run); ok {
+		return f
+	}
+	if slowReadingReceiver(v) {
+		return slowReader(v)
+	}
+	if v.optsOK && !v.opts.WindowScaling && v.rcvRTT > 0 && v.receivedOK {
+		if bound := tcpmath.WindowRate(fullWindow64K, v.rcvRTT); float64(v.goodput) >= nearWindow*float64(max(v.streams, 1))*float64(bound) {
+			f := model.Finding{ID: "wscale-off", Layer: model.LayerTransport, Severity: model.Critical, Confidence: model.Medium}
+			f.Summary = fmt.Sprintf("Window scaling is off, so the receiver can offer at most 64 KiB: %s at the receiver's RTT estimate of %v, and the transfer got %s. Seen from the receiver's end only.",
+				rate(bound), v.rcvRTT.Round(time.Microsecond), rate(v.goodput))
+			f.Explanation = wscaleExplanation
+			f.Evidence = []model.Evidence{goodputEvidence(v),
+				{What: "window scaling negotiated", Value: "no", Source: v.source(model.Receiver)},
+				{What: "receiver's RTT estimate (rcv_rtt, median)", Value: v.rcvRTT.Round(time.Microsecond).String(), Source: v.source(model.Receiver)}}
+			f.Fix = wscaleFix()
+			return f
+		}
+	}
+	return senderUnknown(v)
+}
+
+// senderUnknown: the receiver kept up, and only the sender's kernel could
+// say what held it back.
+func senderUnknown(v *view) model.Finding {
+	f := model.Finding{ID: "sender-unknown", Layer: model.LayerTransport, Severity: model.Info, Confidence: model.Low}
+	got := "what arrived is not known"
+	if v.receivedOK {
+		got = rate(v.goodput) + " arrived"
+	}
+	f.Summary = fmt.Sprintf("Seen from the receiver only: %s and the receiver kept up; what held the sender back (the path, its buffer or its application) only its kernel can say, and it was not read.", got)
+	f.Explanation = "The sending end is stock iperf3, which reports its byte counts but not its kernel's TCP state: its congestion window, round trip, losses and the time it spent waiting. The receiver's end shows only that it was not the limit."
+	if v.receivedOK {
+		f.Evidence = append(f.Evidence, goodputEvidence(v))
+	}
+	if v.rcvWndOK {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "window the receiver advertised, median and largest", Value: fmt.Sprintf("%s, %s", v.rcvWndMedian.Binary(), v.rcvWndMax.Binary()), Source: v.source(model.Receiver)})
+	}
+	if v.recvQOK {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "bytes received and not yet read by the application (median)", Value: v.medianRecvQ.Binary(), Source: v.source(model.Receiver)})
+	}
+	if v.rcvRTT > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "receiver's RTT estimate (rcv_rtt, median)", Value: v.rcvRTT.Round(time.Microsecond).String(), Source: v.source(model.Receiver)})
+	}
+	if n, ok := v.sum.RetransSegs.Get(); ok {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "segments the sender retransmitted (its own report)", Value: fmt.Sprint(n), Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{{Where: "application", Kind: "tcpscope", Command: "run tcpscope at the sending end too (tcpscope server there, or tcpscope test from it) to see its kernel"}}
+	return f
+}
+
+// stalledAtReceiver is stalled seen from the receiver alone (the sender's
+// report never came): a memory-to-memory test whose receiver got almost
+// nothing, and never a full-size segment: the largest that arrived
+// (rcv_mss) stayed below the segment size it advertised.
+func stalledAtReceiver(v *view) (model.Finding, bool) {
+	if !v.test || !v.receivedOK || v.received >= stalledBytes || v.rcvMSS <= 0 || v.advMSS <= 0 || v.rcvMSS >= v.advMSS {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "pmtu-blackhole", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
+	f.Summary = fmt.Sprintf("The connection opened but only %s arrived, and no full-size segment among it: the largest was %s where %s were expected. Full-size packets are being dropped; suspect a path-MTU black hole. Seen from the receiver only: the sender's report never came.",
+		v.received.Decimal(), v.rcvMSS.Decimal(), v.advMSS.Decimal())
+	f.Explanation = stalledExplanation
+	f.Evidence = []model.Evidence{
+		{What: "bytes received", Value: v.received.Decimal(), Source: v.source(model.Receiver)},
+		{What: "largest segment the receiver saw (rcv_mss), and the MSS it advertised", Value: fmt.Sprintf("%s, %s", v.rcvMSS.Decimal(), v.advMSS.Decimal()), Source: v.source(model.Receiver)},
+	}
+	f.Fix = stalledFix(v)
+	return f, true
+}
+
+const stalledExplanation = "The handshake's small packets got through but full-size segments did not, and no ICMP \"fragmentation needed\" came back to lower the sender's MSS. " +
+	"A link with a smaller MTU whose router's ICMP is filtered does this. Long bursts of loss can stall a transfer the same way: if small transfers to the same host also stall, it is loss, not the MTU."
+
+func stalledFix(v *view) []model.Fix {
+	return []model.Fix{
+		{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_mtu_probing=1 (find the working size after a timeout)"},
+		{Where: "path", Kind: "firewall", Command: "let ICMP type 3 code 4 (IPv6: type 2) through the firewalls on the path"},
+		{Where: v.senderName(), Kind: "ip", Command: "or lower the MTU: ip link set dev IFACE mtu 1400"},
+	}
+}
+
+// stalled: the connection opened but (almost) nothing got through: no
+// byte arrived, or the sender spent most of the test in back-to-back
+// retransmission timeouts. Small packets (the handshake, ACKs) crossed
+// and full-size ones did not: a path-MTU black hole is the usual cause.
+// What arrived must be known (from the receiver, or from what the
+// sender's kernel saw acknowledged); an unknown amount is not zero.
+func stalled(v *view) (model.Finding, bool) {
+	if !v.sndKernel {
+		return model.Finding{}, false
+	}
+	none := v.receivedOK && v.received == 0 && (v.rtos > 0 || v.retrans > 0)
+	stuck := v.rtos >= 3 && v.life > 0 && v.rtoTime*2 >= v.life && (!v.receivedOK || v.received < stalledBytes)
+	// The kernel raises the receiver's rcv_mss to the largest segment
+	// that arrived: full-size segments crossed, so what stalled the
+	// sender was loss (long bursts of it), not the MTU.
+	fullSize := v.rcvMSS > 0 && v.mss > 0 && v.rcvMSS >= v.mss
+	if (!none && !stuck) || fullSize {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "pmtu-blackhole", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
+	got := "no data arrived"
+	switch {
+	case !v.receivedOK:
+		got = "what arrived is not known (the receiver's report is missing)"
+		f.Confidence = model.Low
+	case !none:
+		got = fmt.Sprintf("only %s arrived", v.received.Decimal())
+	}
+	f.Summary = fmt.Sprintf("The connection opened but %s: the sender backed off through %d retransmission timeouts (%v). Full-size packets are being dropped; suspect a path-MTU black hole.",
+		got, v.rtos, v.rtoTime.Round(100*time.Millisecond))
+	f.Explanation = stalledExplanation
+	received := model.Evidence{What: "bytes received", Value: v.received.Decimal(), Source: v.source(model.Receiver)}
+	if v.fromAcks {
+		received = model.Evidence{What: "bytes received (acknowledged: the receiver's report is missing)", Value: v.received.Decimal(), Source: v.source(model.Sender)}
+	}
+	f.Evidence = []model.Evidence{
+		{What: "time in retransmission timeouts", Value: v.rtoTime.Round(time.Millisecond).String(), Source: v.source(model.Sender)},
+		{What: "retransmission timeouts", Value: fmt.Sprint(v.rtos), Source: v.source(model.Sender)},
+		{What: "sender's MSS and path MTU", Value: fmt.Sprintf("%d B, %d B", v.mss, v.pmtu), Source: v.source(model.Sender)},
+	}
+	if v.receivedOK {
+		f.Evidence = append([]model.Evidence{received}, f.Evidence...)
+	}
+	if v.rcvMSS > 0 {
+		f.Confidence = model.High // no full-size segment arrived: the receiver's own count says so
+		f.Evidence = append(f.Evidence, model.Evidence{What: "largest segment the receiver saw (rcv_mss)", Value: v.rcvMSS.Decimal(), Source: v.source(model.Receiver)})
+	}
+	f.Fix = stalledFix(v)
+	return f, true
+}
