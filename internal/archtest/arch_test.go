@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"internal/columns":        {},
 	"internal/pace":           {},
 	"internal/lab/profile":    {"internal/model", "internal/lab/emulator"},
-	"internal/lab/precision":  {"internal/model", "internal/diagnose", "internal/lab", "internal/lab/emulator", "internal/perf"},
+	"internal/lab/precision":  {"internal/model", "internal/diagnose", "internal/lab", "internal/lab/emulator", "internal/perf", "internal/tcpmath"},
 	"internal/lab/experiment": {"internal/model", "internal/report", "internal/stats", "internal/tcpmath", "internal/lab", "internal/lab/emulator", "internal/lab/profile", "internal/perf"},
 	"internal/stats":          {},
 	"internal/archive":        {"internal/model"},

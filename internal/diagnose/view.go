@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -158,12 +157,8 @@ func views(run *model.Run) []*view {
 // loopback address, or the same address at both ends.
 func isLocal(st model.StreamInfo) bool {
 	host := func(s string) (netip.Addr, bool) {
-		h, _, err := net.SplitHostPort(s)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		a, err := netip.ParseAddr(h)
-		return a.Unmap().WithZone(""), err == nil
+		ap, err := netip.ParseAddrPort(s)
+		return ap.Addr().Unmap().WithZone(""), err == nil
 	}
 	c, ok1 := host(st.ClientAddr)
 	s, ok2 := host(st.ServerAddr)

@@ -6,6 +6,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpmath"
 )
 
 // Scenario is one path, its hosts, one test across it, and what the
@@ -50,12 +51,13 @@ func tuned(rate model.Bitrate, rtt time.Duration) lab.HostConfig {
 }
 
 // path is a symmetric path of rtt whose A→B direction has the
-// bottleneck, with a drop-tail queue of half the round trip (at least
-// 5 ms): a sensibly sized buffer, which a loss-based sender fills and
-// overflows now and then, as on a real path.
+// bottleneck, with a drop-tail queue of one bandwidth-delay product
+// (the classic sizing for one flow: full use without a standing queue of
+// more than a round trip), at least 2 ms of the rate (a sender's TSO
+// bursts are about 1 ms of it) and the emulator's smallest queue.
 func path(rate model.Bitrate, rtt time.Duration) (emulator.Direction, emulator.Direction) {
-	q := max(rtt/2, 5*ms)
-	return emulator.Direction{Delay: rtt / 2, Rate: rate, Queue: emulator.Queue{Time: q}}, emulator.Direction{Delay: rtt / 2}
+	q := max(tcpmath.BDP(rate, rtt), tcpmath.BDP(rate, 2*ms), emulator.DefaultQueueMinPackets*1500)
+	return emulator.Direction{Delay: rtt / 2, Rate: rate, Queue: emulator.Queue{Bytes: q}}, emulator.Direction{Delay: rtt / 2}
 }
 
 // healthy is a scenario of tuned hosts on a clean path, the test's
