@@ -31,7 +31,9 @@ func TestJudge(t *testing.T) {
 		{"cause named", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, c2s)}, true},
 		{"stand-in named", rwnd, []model.Finding{f("wscale-off", model.Critical, true, c2s)}, true},
 		{"co-limit named", rwnd, []model.Finding{f("loss-limited", model.Critical, true, c2s), f("rwnd-limited", model.Critical, true, c2s)}, true},
-		{"cause only beside", rwnd, []model.Finding{f("bottleneck", model.Info, true, c2s), f("rwnd-limited", model.Warning, false, c2s)}, false},
+		{"cost named by the verdict", rwnd, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("rwnd-limited", model.Warning, false, c2s)}, true},
+		{"cause only as info", rwnd, []model.Finding{f("bottleneck", model.Info, true, c2s), f("rwnd-limited", model.Info, false, c2s)}, false},
+		{"a property beside", Scenario{Want: "timestamps-off", Beside: true, Dir: c2s}, []model.Finding{f("bottleneck", model.Info, true, c2s), f("timestamps-off", model.Info, false, c2s)}, true},
 		{"cause in the other direction", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, s2c)}, false},
 	} {
 		if o := Judge(tc.s, run, tc.fs); o.OK != tc.ok {

@@ -20,8 +20,9 @@ import (
 // Outcome is one run of a scenario and how the verdict fared.
 type Outcome struct {
 	Scenario string
-	// Verdict is the headline of the scenario's direction: its primary
-	// findings (co-limits included).
+	// Verdict is what the headline of the scenario's direction names:
+	// its limits (primary, co-limits included) and every warning or
+	// critical finding beside them.
 	Verdict []string
 	// Alarms are the warning and critical findings, any direction.
 	Alarms []string
@@ -41,11 +42,19 @@ var healthyVerdicts = []string{"bottleneck", "healthy"}
 // Judge decides a run of s from its findings.
 func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 	o := Outcome{Scenario: s.Name}
+	var beside []string
 	for _, f := range fs {
-		if f.Primary && (f.Direction == s.Dir || f.Direction == "") {
+		alarm := f.Severity == model.Critical || f.Severity == model.Warning
+		mine := f.Direction == s.Dir || f.Direction == ""
+		// The verdict names the limits (primary) and every warning or
+		// critical finding beside them: what the path or the hosts cost
+		// the transfer.
+		if mine && (f.Primary || alarm) {
 			o.Verdict = append(o.Verdict, f.ID)
+		} else if mine {
+			beside = append(beside, f.ID)
 		}
-		if f.Severity == model.Critical || f.Severity == model.Warning {
+		if alarm {
 			o.Alarms = append(o.Alarms, f.ID)
 		}
 	}
@@ -62,7 +71,7 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 		return o
 	}
 	for _, want := range append([]string{s.Want}, s.Also...) {
-		if slices.Contains(o.Verdict, want) {
+		if slices.Contains(o.Verdict, want) || s.Beside && slices.Contains(beside, want) {
 			o.OK = true
 		}
 	}

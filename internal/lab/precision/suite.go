@@ -29,6 +29,10 @@ type Scenario struct {
 	// (a wscale-off is an rwnd-limited, say).
 	Want string
 	Also []string
+	// Beside: Want is a property worth knowing rather than a cost
+	// (info severity), so it counts anywhere in the direction's
+	// findings, not only in the verdict.
+	Beside bool
 	// Dir is the direction the cause is in: client→server unless the
 	// test runs -R.
 	Dir model.Direction
@@ -184,7 +188,11 @@ func Impairments() []Scenario {
 		deepQueue("2 s queue, 8 Mbit/s, 20 ms", 8*mbit, 20*ms, 2*time.Second),
 		deepQueue("400 ms queue, 20 Mbit/s, 10 ms", 20*mbit, 10*ms, 400*ms),
 		off("SACK off", "sack-off", func(h *lab.HostConfig) { h.SACK = lab.Off }),
-		off("timestamps off", "timestamps-off", func(h *lab.HostConfig) { h.Timestamps = lab.Off }),
+		func() Scenario {
+			s := off("timestamps off", "timestamps-off", func(h *lab.HostConfig) { h.Timestamps = lab.Off })
+			s.Beside = true
+			return s
+		}(),
 		withHost(impaired("536-byte MSS clamp, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "small-mss", nil), nil,
 			func(h *lab.HostConfig) { h.MSS = 536 }),
 		impaired("1% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Direction) { ab.Reorder = 0.01 }),
