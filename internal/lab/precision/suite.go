@@ -207,11 +207,32 @@ func Impairments() []Scenario {
 			s.Also = []string{"zero-window"}
 			return s
 		}(),
+		// A rate limit that drops instead of queueing (a policer), told
+		// apart from a queueing bottleneck, at two rates and under bbr.
+		impaired("policer at 10 Mbit/s, 20 ms, cubic", 0, 20*ms, "cubic", "policer", func(ab *emulator.Direction) {
+			ab.Police = &emulator.Policer{Rate: 10 * mbit, Burst: model.MB}
+		}),
+		impaired("policer at 50 Mbit/s, 40 ms, cubic", 0, 40*ms, "cubic", "policer", func(ab *emulator.Direction) {
+			ab.Police = &emulator.Policer{Rate: 50 * mbit, Burst: 2 * model.MB}
+		}),
+		// The window and the loss bind together: both in the verdict.
+		func() Scenario {
+			s := withHost(impaired("256 KiB window and 0.05% loss, 60 ms, cubic", 0, 60*ms, "cubic", "rwnd-limited",
+				func(ab *emulator.Direction) { ab.Loss = 0.0005 }), nil, func(h *lab.HostConfig) { h.Rmem = small(256 * model.KiB) })
+			s.Also, s.Seed = []string{"loss-limited"}, 5
+			return s
+		}(),
 		impaired("MTU 1400 black hole, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "pmtu-blackhole",
 			func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1400, true }),
 		func() Scenario {
 			s := impaired("jumbo hosts behind a 1500-byte black hole, 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic", "pmtu-blackhole",
 				func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1500, true })
+			s.MTU = 9000
+			return s
+		}(),
+		func() Scenario {
+			s := reversed(impaired("jumbo hosts behind a 1500-byte black hole, 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic", "pmtu-blackhole",
+				func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1500, true }))
 			s.MTU = 9000
 			return s
 		}(),
