@@ -10,13 +10,40 @@ import (
 
 // Tally is one case's outcome one way over its rounds.
 type Tally struct {
-	Runs, Passed int
+	Runs   int `json:"runs"`
+	Passed int `json:"passed"`
 	// MaxGap is the largest relative difference between a flow's two
 	// rates over the runs that moved data.
-	MaxGap float64
+	MaxGap float64 `json:"max_gap"`
 	// Failures counts each distinct failure text.
-	Failures map[string]int
-	Why      string // why the way is not served, if it is not
+	Failures map[string]int `json:"failures,omitempty"`
+	Why      string         `json:"why,omitempty"` // why the way is not served, if it is not
+}
+
+// MergeTallies adds part's tallies to m (runs of the same case and way
+// add up).
+func MergeTallies(m, part map[string]map[Way]*Tally) {
+	for c, byWay := range part {
+		if m[c] == nil {
+			m[c] = map[Way]*Tally{}
+		}
+		for w, t := range byWay {
+			old := m[c][w]
+			if old == nil {
+				m[c][w] = t
+				continue
+			}
+			old.Runs += t.Runs
+			old.Passed += t.Passed
+			old.MaxGap = max(old.MaxGap, t.MaxGap)
+			if old.Failures == nil {
+				old.Failures = map[string]int{}
+			}
+			for k, n := range t.Failures {
+				old.Failures[k] += n
+			}
+		}
+	}
 }
 
 // Matrix runs every case every way, rounds times, interleaved (round by
@@ -94,6 +121,8 @@ func WriteTable(w io.Writer, cases []Case, m map[string]map[Way]*Tally) {
 		for _, way := range Ways {
 			t := m[c.Name][way]
 			switch {
+			case t == nil:
+				cells = append(cells, "—")
 			case t.Why != "":
 				cells = append(cells, "not run: "+t.Why)
 			case t.Runs == 0:
