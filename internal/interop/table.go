@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -53,6 +54,12 @@ func MergeTallies(m, part map[string]map[Way]*Tally) {
 // held to stock's count). progress, if not nil,
 // hears each result.
 func (h *Harness) Matrix(ctx context.Context, cases []Case, rounds, refRounds int, progress func(Result, []string)) map[string]map[Way]*Tally {
+	return h.MatrixOf(ctx, cases, Ways, rounds, refRounds, progress)
+}
+
+// MatrixOf is Matrix over some ways only (the reference still runs where
+// a check needs it).
+func (h *Harness) MatrixOf(ctx context.Context, cases []Case, ways []Way, rounds, refRounds int, progress func(Result, []string)) map[string]map[Way]*Tally {
 	out := map[string]map[Way]*Tally{}
 	for _, c := range cases {
 		out[c.Name] = map[Way]*Tally{}
@@ -60,6 +67,8 @@ func (h *Harness) Matrix(ctx context.Context, cases []Case, rounds, refRounds in
 			t := &Tally{Failures: map[string]int{}}
 			if ok, why := c.Served(w); !ok {
 				t.Why = why
+			} else if !slices.Contains(ways, w) {
+				t.Why = "not run this time"
 			}
 			out[c.Name][w] = t
 		}
