@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -113,12 +112,12 @@ type view struct {
 	loss    float64 // retransmitted / sent bytes at the sender
 	lossOK  bool
 	retrans uint32
-	// retransPeak is the largest share of the measured period's
-	// retransmissions that fell in one interval (≥ 3 intervals with
-	// retransmissions counted); 0 when not known. Near 1: one episode
-	// (slow start's overshoot, one outage), not a path losing steadily.
-	// retransSpread is the share of those intervals that had any.
-	retransPeak, retransSpread float64
+	// retransSpread is the share of the measured intervals (≥ 3 of them)
+	// that had retransmissions, when any had; 0 when not known. Loss
+	// that comes back every interval is sustained (random loss, a
+	// policer); loss in one or two is one episode (slow start's
+	// overshoot, one outage).
+	retransSpread float64
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -158,12 +157,8 @@ func views(run *model.Run) []*view {
 // loopback address, or the same address at both ends.
 func isLocal(st model.StreamInfo) bool {
 	host := func(s string) (netip.Addr, bool) {
-		h, _, err := net.SplitHostPort(s)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		a, err := netip.ParseAddr(h)
-		return a.Unmap().WithZone(""), err == nil
+		ap, err := netip.ParseAddrPort(s)
+		return ap.Addr().Unmap().WithZone(""), err == nil
 	}
 	c, ok1 := host(st.ClientAddr)
 	s, ok2 := host(st.ServerAddr)
@@ -399,17 +394,13 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 		}
 	}
 	if len(retransIn) >= 3 {
-		var total, peak uint32
 		with := 0
 		for _, n := range retransIn {
-			total += n
-			peak = max(peak, n)
 			if n > 0 {
 				with++
 			}
 		}
-		if total > 0 {
-			v.retransPeak = float64(peak) / float64(total)
+		if with > 0 {
 			v.retransSpread = float64(with) / float64(len(retransIn))
 		}
 	}
