@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -143,7 +144,11 @@ func TestDiagnoseDirections(t *testing.T) {
 		}
 	}
 	if len(lossy) != 1 || lossy[0].Direction != model.ServerToClient {
-		t.Errorf("loss findings %+v, want one, server→client", lossy)
+		var all []string
+		for _, f := range res.Findings {
+			all = append(all, fmt.Sprintf("%s (%s): %s", f.ID, f.Direction, f.Summary))
+		}
+		t.Errorf("loss findings %+v, want one, server→client; all:\n%s", lossy, strings.Join(all, "\n"))
 	}
 	if !slices.ContainsFunc(res.Findings, func(f model.Finding) bool { return f.ID == "host-buffers-oversized" }) {
 		t.Errorf("findings %v: the buffers were not judged against the measured %v", res.Findings, res.Limits)

@@ -179,10 +179,10 @@ func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 	}
 	// A loss-based sender fills the bottleneck's queue until it drops:
 	// with the queue built up, its losses are how it finds the rate, not
-	// a cost. And a path loses steadily: retransmissions most of which
-	// fell in one interval are one episode (slow start overshooting a
-	// long path's queue, one outage), not a lossy path.
-	if (v.cc != "bbr" && pathFull(v)) || v.retransPeak > lossyPeak {
+	// a cost. And a lossy path loses all along: retransmissions in only
+	// one or two intervals are one episode (slow start overshooting a
+	// long path's queue, one outage).
+	if (v.cc != "bbr" && pathFull(v)) || (v.retransSpread > 0 && v.retransSpread < sustained) {
 		return model.Finding{}, false
 	}
 	bound := mathisBound(v, o)

@@ -77,9 +77,6 @@ const (
 	// lossyShare: loss of at least this share is reported even when it
 	// did not set the rate.
 	lossyShare = 0.0005
-	// lossyPeak: loss of which more than this share fell in one measured
-	// interval is one episode, not a path that loses.
-	lossyPeak = 0.5
 	// lossFloor: below this retransmitted share loss is negligible.
 	lossFloor = 1e-5
 	// mathisBand: goodput within [1/mathisBand, mathisBand] × the Mathis
@@ -94,10 +91,11 @@ const (
 	policerLoss       = 0.01
 	policerOverMathis = 1.5
 	plateauSpread     = 1.15
-	// policerSustained: a policer drops whenever the sender exceeds its
-	// rate, so it loses in (almost) every interval; slow start's one
-	// overshoot does not.
-	policerSustained = 0.75
+	// sustained: loss in at least this share of the measured intervals
+	// is sustained, as a path that loses (random loss, a policer dropping
+	// whenever the sender exceeds its rate) makes it; slow start's one
+	// overshoot loses in one or two.
+	sustained = 0.75
 	// smallMSS: an MSS below this on a path whose MTU allows 1460 is small.
 	smallMSS = 1000
 	// rtoShare: a sender that spent this share of the test recovering

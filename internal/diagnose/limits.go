@@ -434,7 +434,7 @@ func pacingLimited(v *view, run *model.Run) model.Finding {
 // random loss's, so the rule is for loss-based senders.
 func policer(v *view, o Options) (model.Finding, bool) {
 	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || v.cc == "bbr" || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) ||
-		v.rateSpread == 0 || v.rateSpread > plateauSpread || v.retransSpread < policerSustained {
+		v.rateSpread == 0 || v.rateSpread > plateauSpread || v.retransSpread < sustained {
 		return model.Finding{}, false
 	}
 	bound := mathisBound(v, o)

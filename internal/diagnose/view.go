@@ -112,12 +112,12 @@ type view struct {
 	loss    float64 // retransmitted / sent bytes at the sender
 	lossOK  bool
 	retrans uint32
-	// retransPeak is the largest share of the measured period's
-	// retransmissions that fell in one interval (≥ 3 intervals with
-	// retransmissions counted); 0 when not known. Near 1: one episode
-	// (slow start's overshoot, one outage), not a path losing steadily.
-	// retransSpread is the share of those intervals that had any.
-	retransPeak, retransSpread float64
+	// retransSpread is the share of the measured intervals (≥ 3 of them)
+	// that had retransmissions, when any had; 0 when not known. Loss
+	// that comes back every interval is sustained (random loss, a
+	// policer); loss in one or two is one episode (slow start's
+	// overshoot, one outage).
+	retransSpread float64
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -394,17 +394,13 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 		}
 	}
 	if len(retransIn) >= 3 {
-		var total, peak uint32
 		with := 0
 		for _, n := range retransIn {
-			total += n
-			peak = max(peak, n)
 			if n > 0 {
 				with++
 			}
 		}
-		if total > 0 {
-			v.retransPeak = float64(peak) / float64(total)
+		if with > 0 {
 			v.retransSpread = float64(with) / float64(len(retransIn))
 		}
 	}
