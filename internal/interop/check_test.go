@@ -43,7 +43,11 @@ func TestCheck(t *testing.T) {
 		{"exact", tcp, Result{Way: StockToTcpscope, Flows: []Flow{good}}, ""},
 		{"a byte short", tcp, Result{Way: StockToTcpscope, Flows: []Flow{{SentBytes: 1000, RecvBytes: 999, SentRate: 8000, RecvRate: 7992}}}, "bytes sent"},
 		{"stock receiver ends the test", Case{Args: []string{"-t", "1", "-R"}}, Result{Way: StockToTcpscope,
-			Flows: []Flow{{Reverse: true, SentBytes: 1000, RecvBytes: 995, SentRate: 8000, RecvRate: 7960}}}, ""},
+			Flows: []Flow{{Reverse: true, SentBytes: 1000, RecvBytes: 995, SentRate: 8000, RecvRate: 7960, RecvSecs: 1}}}, ""},
+		{"stock receiver over the sender", Case{Args: []string{"-t", "1", "-R"}}, Result{Way: StockToTcpscope,
+			Flows: []Flow{{Reverse: true, SentBytes: 1000, RecvBytes: 1001, SentRate: 8000, RecvRate: 8008, RecvSecs: 1}}}, "more apart"},
+		{"stock receiver short by more than the buffers", Case{Args: []string{"-t", "1", "-R"}}, Result{Way: StockToTcpscope,
+			Flows: []Flow{{Reverse: true, SentBytes: 1 << 40, RecvBytes: 1 << 39, SentRate: 8 << 40, RecvRate: 8 << 39, RecvSecs: 1}}}, "more apart"},
 		{"rates apart", tcp, Result{Way: TcpscopeToStock, Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 8000, RecvRate: 9000}}}, "apart"},
 		{"nothing moved", tcp, Result{Way: StockToTcpscope, Flows: []Flow{{}}}, "nothing sent"},
 		{"bidir with one flow", Case{Args: []string{"--bidir"}}, Result{Way: StockToTcpscope, Flows: []Flow{good}}, "want 2"},
@@ -51,8 +55,10 @@ func TestCheck(t *testing.T) {
 		{"udp datagram missing", Case{Args: []string{"-u"}}, Result{Way: StockToTcpscope,
 			Flows: []Flow{{SentBytes: 1000, RecvBytes: 900, SentRate: 8000, RecvRate: 8000, SentPackets: 10, RecvPackets: 9}}}, "datagrams sent"},
 		{"-n not filled", Case{Args: []string{"-n", "1K"}}, Result{Way: StockToTcpscope, Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 1, RecvRate: 1}}}, "-n 1024"},
-		{"swapped results", Case{Args: []string{"-u"}}, Result{Way: StockToTcpscope, Rate: "20M",
-			Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 40e6, RecvRate: 40e6, SentPackets: 1, RecvPackets: 1}}}, "was told"},
+		{"swapped results", tcp, Result{Way: StockToTcpscope, Rate: "20M",
+			Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 40e6, RecvRate: 40e6}}}, "was told"},
+		{"swapped UDP results", Case{Args: []string{"-u"}}, Result{Way: StockToTcpscope, Rate: "20M",
+			Flows: []Flow{{SentBytes: 1000, RecvBytes: 2000, SentRate: 20e6, RecvRate: 40e6, SentPackets: 1, RecvPackets: 2}}}, "datagrams sent"},
 	} {
 		bad := strings.Join(Check(tc.c, tc.r, nil), "; ")
 		if tc.want == "" && bad != "" || tc.want != "" && !strings.Contains(bad, tc.want) {
