@@ -63,6 +63,10 @@ type end struct {
 	// peerCloses: the peer ends the test by closing the streams (iperf3),
 	// rather than tcpscope's half-close and confirmation.
 	peerCloses bool
+	// onRead, if set, hears of every read of a receiving TCP stream (an
+	// iperf3 client ends a byte or block count test it receives when it
+	// has read enough). It runs on the streams' goroutines.
+	onRead func(n int)
 
 	t0  time.Time
 	cpu *model.CPUUse // the process's CPU use over run
@@ -437,6 +441,9 @@ func (e *end) receive(s *stream) error {
 			s.first = e.since()
 		}
 		s.moved.Add(int64(n))
+		if n > 0 && e.onRead != nil {
+			e.onRead(n)
+		}
 		if err == io.EOF {
 			break
 		}
