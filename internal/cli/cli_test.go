@@ -235,4 +235,16 @@ func TestBlockCount(t *testing.T) {
 	if code, _, stderr := run("test", addr, "-k", "40", "-n", "1M"); code != ExitUsage || !strings.Contains(stderr, "-n or -k") {
 		t.Errorf("-k with -n: exit %d, %q", code, stderr)
 	}
+	// Without -l, a block is iperf3's 128 KiB (tcpscope writes 1 MiB by
+	// default): an iperf3 user's -k 40 is 5 MiB, not 40 MiB.
+	code, out, stderr = run("test", addr, "-k", "40", "--json", "--no-diagnose")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Config.Bytes != 40*128*model.KiB || r.Config.Length != 128*model.KiB || r.Summary[0].ReceiverBytes.V != 40*128*model.KiB {
+		t.Errorf("-k 40: config %v in writes of %v, summary %+v", r.Config.Bytes, r.Config.Length, r.Summary[0])
+	}
 }

@@ -365,3 +365,21 @@ func TestIperf3JSONInterrupted(t *testing.T) {
 		t.Errorf("sum_received %v bytes, the server reported %d", got, 1<<20)
 	}
 }
+
+// -k against a stock server sends what iperf3's client would: without
+// -l, blocks of iperf3's 128 KiB (it sent 400 of tcpscope's 1 MiB for
+// -k 400), told to the server as a block count.
+func TestIperf3BlockCount(t *testing.T) {
+	addr, wait := iperf3Once(t)
+	code, out, stderr := run("test", "--iperf3", addr, "-k", "40", "-f", "iperf3-json", "--no-diagnose")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	doc := wait()
+	got, _ := num(doc, "end", "sum_received", "bytes")
+	blocks, _ := num(doc, "start", "test_start", "blocks")
+	size, _ := num(doc, "start", "test_start", "blksize")
+	if got != 40*131072 || blocks != 40 || size != 131072 {
+		t.Errorf("iperf3 -s received %.0f B, was told %.0f blocks of %.0f B; want 40 of 131072", got, blocks, size)
+	}
+}

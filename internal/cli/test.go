@@ -65,7 +65,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl := cmd.Flags()
 	fl.VarP(seconds{&f.cfg.Duration}, "time", "t", "test duration (default 10s)")
 	fl.VarP(size{&f.cfg.Bytes}, "bytes", "n", "send this many bytes per direction instead of a duration")
-	fl.VarP(size{&f.blocks}, "blockcount", "k", "send this many -l blocks per direction instead of a duration (K, M, G count in 1024s)")
+	fl.VarP(size{&f.blocks}, "blockcount", "k", "send this many blocks of -l bytes per direction instead of a duration, as iperf3 does: without -l a block is iperf3's 128 KiB (UDP: a datagram) (K, M, G count in 1024s)")
 	fl.IntVarP(&f.cfg.Parallel, "parallel", "P", 1, "parallel streams (1-128)")
 	fl.BoolVarP(&f.cfg.Reverse, "reverse", "R", false, "the server sends")
 	fl.BoolVarP(&f.udp, "udp", "u", false, "a UDP test: datagrams at -b's rate (default 1 Mbit/s), loss and jitter at the receiver")
@@ -104,6 +104,10 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	})
 	return cmd
 }
+
+// iperf3BlockLength is iperf3's TCP block, the -l that -k counts in when
+// no -l is given.
+const iperf3BlockLength = 128 * model.KiB
 
 // iperf3JSONFormat is the -f value that asks for iperf3's -J document.
 const iperf3JSONFormat = "iperf3-json"
@@ -219,19 +223,20 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		if f.cfg.Bytes > 0 {
 			return nil, false, usagef("use -n or -k", "both a byte count and a block count given")
 		}
-		length := f.cfg.Length
-		if length == 0 {
-			length = perf.DefaultLength
+		if f.cfg.Length == 0 {
+			// iperf3's blocks: an iperf3 user's -k 400 is 400 blocks
+			// of its 128 KiB, not of tcpscope's 1 MiB writes.
+			f.cfg.Length = iperf3BlockLength
 			if f.cfg.IsUDP() {
-				length = perf.DefaultUDPLength
+				f.cfg.Length = perf.DefaultUDPLength
 			}
 		}
-		f.cfg.Bytes = f.blocks * length
+		f.cfg.Bytes = f.blocks * f.cfg.Length
 	}
 	if err := perf.Normalize(&f.cfg); err != nil {
 		return nil, false, err
 	}
-	client := &perf.Client{Version: Version, Network: "tcp", ServerOutput: f.srvOutput}
+	client := &perf.Client{Version: Version, Network: "tcp", ServerOutput: f.srvOutput, Blocks: int64(f.blocks)}
 	if f.ipv4 {
 		client.Network = "tcp4"
 	}

@@ -37,6 +37,10 @@ type Client struct {
 	// ServerOutput asks a stock iperf3 server for its own output
 	// (--get-server-output); a tcpscope server's view is always reported.
 	ServerOutput bool
+	// Blocks is -k against a stock iperf3 server, which is told the
+	// count in blocks as iperf3's client tells it; the test's byte count
+	// is Blocks blocks of its length. 0 for none.
+	Blocks int64
 	// Now is the wall clock for the run's start stamp (default time.Now).
 	Now func() time.Time
 }

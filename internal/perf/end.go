@@ -69,6 +69,10 @@ type end struct {
 	// each read takes at most one block: writes of whole blocks, as
 	// iperf3's server makes them, let each read take one.
 	wholeBlocks bool
+	// onRead, if set, hears of every read of a receiving TCP stream (an
+	// iperf3 client ends a byte or block count test it receives when it
+	// has read enough). It runs on the streams' goroutines.
+	onRead func(n int)
 
 	t0  time.Time
 	cpu *model.CPUUse // the process's CPU use over run
@@ -474,6 +478,9 @@ func (e *end) receive(s *stream) error {
 			s.first = e.since()
 		}
 		s.moved.Add(int64(n))
+		if n > 0 && e.onRead != nil {
+			e.onRead(n)
+		}
 		if err == io.EOF {
 			break
 		}

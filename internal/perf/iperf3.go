@@ -213,8 +213,10 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		return nil, err
 	}
 	switch {
-	case cfg.Bytes > 0 && (cfg.Reverse || cfg.Bidir):
-		return nil, errorf(CodeBadConfig, "use -t with -R or --bidir against iperf3 servers", "iperf3 counts -n at the sender; this client ends tests it sends")
+	case cfg.Bytes > 0 && (cfg.Reverse || cfg.Bidir) && cfg.IsUDP():
+		return nil, errorf(CodeBadConfig, "use -t with -u -R or -u --bidir against iperf3 servers", "against an iperf3 server, a UDP test this client receives cannot end on -n or -k yet")
+	case c.Blocks > 0 && model.Bytes(c.Blocks)*cfg.Length != cfg.Bytes:
+		return nil, errorf(CodeBadConfig, "", "a block count of %d blocks of %d B is not the %d B to send", c.Blocks, cfg.Length, cfg.Bytes)
 	case cfg.Duration%time.Second != 0 || cfg.Omit%time.Second != 0:
 		return nil, errorf(CodeBadConfig, "use whole seconds for -t and -O", "iperf3 takes -t and -O in whole seconds")
 	case cfg.Length > model.MiB:
@@ -246,10 +248,13 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		return nil, i3Wrap(err, addr)
 	}
 	yes, one := true, 1
-	p := i3Params{Omit: int(cfg.Omit / time.Second), Time: int(cfg.Duration / time.Second), Num: int64(cfg.Bytes), Parallel: cfg.Parallel,
+	p := i3Params{Omit: int(cfg.Omit / time.Second), Time: int(cfg.Duration / time.Second), Num: int64(cfg.Bytes), BlockCount: c.Blocks, Parallel: cfg.Parallel,
 		Len: int(cfg.Length), Window: int64(cfg.Window), MSS: cfg.MSS, Bandwidth: int64(cfg.Bitrate), FQRate: int64(cfg.FQRate),
 		Congestion: cfg.Congestion, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Version}
 	// iperf3 turns booleans on by their presence: send only the true ones.
+	if c.Blocks > 0 {
+		p.Num = 0 // as iperf3's client: one count or the other
+	}
 	if cfg.IsUDP() {
 		p.UDP = &yes
 	} else {
@@ -335,8 +340,10 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	})
 	e.peerCloses = true
 
-	// The client ends an iperf3 test: TEST_END when the time is up (or on
-	// interrupt); the server then closes its streams, which ends ours.
+	// The client ends an iperf3 test with TEST_END: when its time is up,
+	// its senders have sent their count, its receivers have read theirs
+	// (as iperf3's client counts a test it receives), or on interrupt.
+	// The server then closes its streams, which ends ours.
 	states := make(chan byte, 4)
 	ctlErr := make(chan error, 1)
 	go func() {
@@ -362,40 +369,98 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 			}
 		}
 	}()
-	var interrupted atomic.Bool
-	var endOnce sync.Once
-	endTest := func() { endOnce.Do(func() { _, _ = cc.Write([]byte{i3TestEnd}) }) }
-	// When the time is up: TEST_END. UDP receivers read on until the
-	// server answers it (above). A byte-count test ends when its senders
-	// have sent (below).
-	timeUp := func() {
-		e.stop()
-		endTest()
-	}
-	timer := time.AfterFunc(time.Hour, timeUp)
-	timer.Stop()
-	if cfg.Duration > 0 {
-		timer = time.AfterFunc(cfg.Omit+cfg.Duration, timeUp)
-	}
-	interrupt := context.AfterFunc(ctx, func() { interrupted.Store(true); timeUp() })
 	// The server closes its streams when it has our TEST_END; receivers
 	// read to that close. Should it not come, stop reading after a grace.
-	graceTimer := time.AfterFunc(cfg.Omit+cfg.Duration+finishGrace, e.finishReceivers)
-	defer graceTimer.Stop()
+	grace := time.AfterFunc(time.Hour, e.finishReceivers)
+	grace.Stop()
+	defer grace.Stop()
+	var endOnce sync.Once
+	endTest := func() {
+		endOnce.Do(func() {
+			_, _ = cc.Write([]byte{i3TestEnd})
+			grace.Reset(finishGrace)
+		})
+	}
+	var interrupted atomic.Bool
+	endNow := make(chan struct{})
+	var endNowOnce sync.Once
+	stopTest := func() { endNowOnce.Do(func() { close(endNow) }) }
+	if goal := i3ReadGoal(cfg); goal != nil {
+		e.onRead = func(n int) {
+			if goal.add(n) {
+				stopTest()
+			}
+		}
+	}
+	var senders []*stream
+	for _, s := range streams {
+		if s.role == model.Sender {
+			senders = append(senders, s)
+		}
+	}
+	runDone := make(chan struct{})
+	sent := make(chan struct{}) // every sender has stopped writing
+	go func() {
+		for _, s := range senders {
+			select {
+			case <-s.done:
+			case <-runDone: // it never started
+			}
+		}
+		close(sent)
+	}()
+	var ownEnd <-chan struct{} // senders that end the test themselves
+	if len(senders) > 0 {
+		ownEnd = sent
+	}
+	// A test broken off does not wait for the server to read.
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	defer cancelWait()
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		w := newPeerWindows(senders)
+		tick := time.NewTicker(windowPoll)
+	wait:
+		for {
+			select {
+			case <-endNow:
+				break wait
+			case <-ownEnd:
+				break wait
+			case <-tick.C:
+				w.poll()
+			}
+		}
+		tick.Stop()
+		e.stop()
+		<-sent
+		if !interrupted.Load() {
+			// iperf3's server stops counting when TEST_END arrives:
+			// what is in flight, queued here or unread there would go
+			// uncounted (esnet/iperf#382).
+			w.awaitRead(waitCtx)
+		}
+		endTest()
+	}()
+	timer := time.AfterFunc(time.Hour, stopTest)
+	timer.Stop()
+	if cfg.Duration > 0 {
+		timer = time.AfterFunc(cfg.Omit+cfg.Duration, stopTest)
+	}
+	interrupt := context.AfterFunc(ctx, func() { interrupted.Store(true); stopTest() })
 	runErr := e.run(context.Background())
+	close(runDone)
+	if runErr != nil {
+		cancelWait()
+	}
+	// The streams may all end before anything above ends the test (the
+	// senders' own clock, a broken stream): the server still needs to
+	// hear TEST_END, or it never asks for results.
+	stopTest()
+	<-ended
 	timer.Stop()
 	interrupt()
-	if cfg.Bytes > 0 && !cfg.IsUDP() && runErr == nil && !interrupted.Load() {
-		// iperf3's server stops counting when TEST_END arrives: what is
-		// still queued here or in flight would go uncounted
-		// (esnet/iperf#382). Let the server's kernel have every byte
-		// first.
-		drainSenders(ctx, streams)
-	}
-	// The engine's own clock may end the streams a moment before the
-	// timer above fires (and is stopped): the server still needs to hear
-	// TEST_END, or it never asks for results.
-	endTest()
 	run.Client = e.report(c.Version)
 
 	// Results: wait for EXCHANGE_RESULTS, send ours, read the server's.
@@ -571,46 +636,182 @@ func ownTotal(run *model.Run, idx int) *model.StreamTotal {
 	return nil
 }
 
-// drainPoll is how often drainSenders looks at the send queues.
-const drainPoll = time.Millisecond
+// The pace of watching a stock server's windows: while the test runs,
+// for their largest (what an emptied receive buffer advertises); once the
+// senders stop, for the acknowledgement of the last byte and the window's
+// reopening.
+const (
+	windowPoll = 10 * time.Millisecond
+	drainPoll  = time.Millisecond
+)
 
-// drainSenders waits until the peer has acknowledged every byte written
-// on the sending TCP streams (their SIOCOUTQ is empty), giving up on a
-// stream once nothing has been acknowledged for stallLimit, or when ctx
-// ends.
-func drainSenders(ctx context.Context, streams []*stream) {
-	for _, s := range streams {
-		if s.role != model.Sender || s.conn == nil {
-			continue
+// The wait, past the acknowledgement of a stream's last byte, for the
+// server's application to read what its kernel holds is bounded: every
+// moment of it lengthens the server's time for the stream (it ends at
+// TEST_END) and not the sender's (it ends when writing stopped), so the
+// two ends' rates drift apart by the wait's share of the test. At most
+// readWaitShare of the stream's writing time, and at most maxReadWait.
+const (
+	readWaitShare = 0.01
+	maxReadWait   = time.Second
+)
+
+// peerWindows follows the window a stock iperf3 server advertises on each
+// sending TCP stream (tcp_info's snd_wnd): it shrinks by what the server's
+// kernel holds unread, and reopens as its application reads.
+type peerWindows struct {
+	streams []*stream
+	max     []model.Bytes
+}
+
+func newPeerWindows(senders []*stream) *peerWindows {
+	w := &peerWindows{}
+	for _, s := range senders {
+		if s.conn != nil {
+			w.streams = append(w.streams, s)
 		}
-		last, since := int64(-1), time.Now()
-		for {
-			smp, err := tcpinfo.Read(s.conn)
-			q, ok := smp.SendQ.Get()
-			if err != nil || !ok || q == 0 {
-				break
-			}
-			if a := int64(smp.BytesAcked.V); a != last {
-				last, since = a, time.Now()
-			} else if time.Since(since) >= stallLimit {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(drainPoll):
-			}
+	}
+	w.max = make([]model.Bytes, len(w.streams))
+	return w
+}
+
+// poll notes each stream's window.
+func (w *peerWindows) poll() {
+	for i, s := range w.streams {
+		if smp, err := tcpinfo.Read(s.conn); err == nil {
+			w.note(i, &smp)
 		}
 	}
 }
 
-// uncounted says when a stock iperf3 server counted fewer bytes of a
-// byte-count TCP test than were sent. It stops reading at TEST_END, and
-// what its application had not read by then is never counted, even when
-// its kernel has it all (esnet/iperf#382): nothing in TCP tells the
-// sender how far the server's application has read.
+func (w *peerWindows) note(i int, smp *model.Sample) {
+	if v, ok := smp.SndWnd.Get(); ok && v > w.max[i] {
+		w.max[i] = v
+	}
+}
+
+// awaitRead waits, once the senders have stopped, until the server has
+// every byte and its application has likely read them: iperf3 stops
+// counting at TEST_END, and what is then in flight, queued here or
+// unread there goes uncounted (esnet/iperf#382). First every byte is
+// acknowledged (the send queue empties; a stream whose acknowledgements
+// stall for stallLimit is given up). Then the server's window reopens as
+// its application reads: a stream is done when its window is back to its
+// largest. Linux receivers announce a reopening only while the window is
+// under half its ceiling, so a window may stay short though all was read;
+// its shortfall is what was unread at its last announcement, and the
+// application reads it at the stream's rate or faster: a stream is done
+// once that time (and two round trips) has passed since the window last
+// moved, and at most readWaitShare of its writing time after its last
+// byte was acknowledged. (A server that sends too, --bidir, reads far
+// slower once this end stops sending: its loop writes up to ten blocks
+// for each one it reads. There the bound decides.) Without snd_wnd
+// (kernels before 5.4), the acknowledgement is all there is to wait for.
+func (w *peerWindows) awaitRead(ctx context.Context) {
+	type progress struct {
+		done           bool
+		acked          model.Bytes // bytes acknowledged, and since when
+		ackedSince     time.Time
+		allAcked       time.Time
+		wnd            model.Bytes // the window, once all is acknowledged, and since when
+		wndSince       time.Time
+		bytesPerSecond float64
+		budget         time.Duration
+	}
+	ps := make([]progress, len(w.streams))
+	for i, s := range w.streams {
+		// The stream's writing, done by now.
+		if d := s.finished.Seconds(); d > 0 {
+			ps[i].bytesPerSecond = float64(s.moved.Load()) / d
+		}
+		ps[i].budget = min(time.Duration(float64(s.finished)*readWaitShare), maxReadWait)
+	}
+	for {
+		pending := false
+		now := time.Now()
+		for i, s := range w.streams {
+			p := &ps[i]
+			if p.done {
+				continue
+			}
+			smp, err := tcpinfo.Read(s.conn)
+			q, qok := smp.SendQ.Get()
+			if err != nil || !qok {
+				p.done = true // nothing to tell by
+				continue
+			}
+			w.note(i, &smp)
+			if q > 0 {
+				if a := smp.BytesAcked.V; p.ackedSince.IsZero() || a != p.acked {
+					p.acked, p.ackedSince = a, now
+				} else if now.Sub(p.ackedSince) >= stallLimit {
+					p.done = true
+					continue
+				}
+				pending = true
+				continue
+			}
+			wnd, ok := smp.SndWnd.Get()
+			if !ok || wnd >= w.max[i] || p.bytesPerSecond == 0 {
+				p.done = true
+				continue
+			}
+			if p.allAcked.IsZero() {
+				p.allAcked = now
+			}
+			if p.wndSince.IsZero() || wnd != p.wnd {
+				p.wnd, p.wndSince = wnd, now
+			}
+			unread := float64(w.max[i]-wnd) / p.bytesPerSecond
+			due := p.wndSince.Add(time.Duration(unread*float64(time.Second)) + 2*smp.RTT)
+			if now.After(due) || now.Sub(p.allAcked) >= p.budget {
+				p.done = true
+				continue
+			}
+			pending = true
+		}
+		if !pending {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(drainPoll):
+		}
+	}
+}
+
+// readGoal is the bytes a client receiving a byte or block count test
+// reads before it ends the test, as iperf3's client does. A block count
+// is counted in bytes too, Blocks × Length: iperf3's client counts each
+// read as a block, and a read that catches part of a block (one of its
+// segments still on the way) makes it end a few blocks short of the
+// count, more so on a busy machine.
+type readGoal struct {
+	want int64
+	got  atomic.Int64
+}
+
+// i3ReadGoal is the goal of a TCP test whose client receives a count (-n
+// or -k with -R or --bidir); nil when none.
+func i3ReadGoal(cfg model.TestConfig) *readGoal {
+	if cfg.Bytes == 0 || !(cfg.Reverse || cfg.Bidir) || cfg.IsUDP() {
+		return nil
+	}
+	return &readGoal{want: int64(cfg.Bytes)}
+}
+
+// add counts a read of n bytes, and reports whether the goal is met.
+func (g *readGoal) add(n int) bool { return g.got.Add(int64(n)) >= g.want }
+
+// uncounted says when a stock iperf3 server counted fewer bytes of a TCP
+// test than were sent. It stops reading at TEST_END, and what its
+// application had not read by then is never counted, even when its
+// kernel has it all (esnet/iperf#382): only its window tells the sender
+// how far it has read, and not always (awaitRead). With -O each end
+// counts from its own omit mark, and the counts differ by design.
 func uncounted(run *model.Run) string {
-	if run.Config.Bytes == 0 || run.Config.IsUDP() {
+	if run.Config.IsUDP() || run.Config.Omit > 0 {
 		return ""
 	}
 	var sent, counted model.Bytes
@@ -627,8 +828,8 @@ func uncounted(run *model.Run) string {
 	if counted >= sent {
 		return ""
 	}
-	return fmt.Sprintf("the iperf3 server counted %s of the %s sent: it stops reading when the test ends, and what its application had not yet read by then goes uncounted (iperf3's protocol; tcpscope ends the test only once every byte is acknowledged); the headline is what it counted",
-		counted.Decimal(), sent.Decimal())
+	return fmt.Sprintf("the iperf3 server counted %s of the %s sent: it stops reading when the test ends, and what its application had not yet read by then goes uncounted (iperf3's protocol; tcpscope ends the test once every byte is acknowledged and the server's window has reopened, waiting for that at most %.0f%% of the test); the headline is what it counted",
+		counted.Decimal(), sent.Decimal(), 100*readWaitShare)
 }
 
 // controlRTT is the smoothed RTT of the control connection, 0 when it

@@ -172,7 +172,7 @@ func TestIperf3Server(t *testing.T) {
 
 func TestIperf3Refusals(t *testing.T) {
 	c := &perf.Client{}
-	for _, cfg := range []model.TestConfig{{Bytes: 1 << 20, Reverse: true}, {Duration: 1500 * time.Millisecond}, {Duration: time.Second, ReadRate: 1e6}} {
+	for _, cfg := range []model.TestConfig{{Bytes: 1 << 20, Reverse: true, Protocol: model.UDP}, {Duration: 1500 * time.Millisecond}, {Duration: time.Second, ReadRate: 1e6}} {
 		if _, err := c.RunIperf3(context.Background(), "127.0.0.1:1", cfg); perf.CodeOf(err) != perf.CodeBadConfig {
 			t.Errorf("%+v: %v, want a bad-config error", cfg, err)
 		}
@@ -400,11 +400,12 @@ func TestIperf3Agreement(t *testing.T) {
 						t.Errorf("%s: -n %d: we sent %v", d.Direction, n, d.SenderBytes)
 					}
 					// iperf3 stops reading at TEST_END, which tcpscope
-					// sends once every byte is acknowledged; what the
-					// server's application had not read by then goes
-					// uncounted, and the run says so.
+					// sends once every byte is acknowledged and read, as
+					// far as the server's window tells; what its
+					// application had not read by then goes uncounted,
+					// and the run says so.
 					warned := strings.Contains(strings.Join(run.Warnings, "\n"), "iperf3 server counted")
-					if short := run.Config.Bytes > 0 && !run.Config.IsUDP() && d.ReceiverBytes.V < d.SenderBytes.V; short != warned {
+					if short := !run.Config.IsUDP() && d.ReceiverBytes.V < d.SenderBytes.V; short != warned {
 						t.Errorf("%s: sent %v, the server counted %v; warnings %q", d.Direction, d.SenderBytes, d.ReceiverBytes, run.Warnings)
 					}
 				} else {
@@ -745,5 +746,78 @@ func TestServeIperf3RefusalText(t *testing.T) {
 		if !strings.Contains(msg, tc.want) || code != stockCode {
 			t.Errorf("iperf3 %v: exit %d (iperf3's own refusals: %d), stderr %q; want %q", tc.args, code, stockCode, msg, tc.want)
 		}
+	}
+}
+
+// A timed test counts every byte at both ends: iperf3's server stops
+// counting at TEST_END, so the client sends it only once the server's
+// kernel has acknowledged what was written and its application has read
+// it (its window reopened). It used to go at the end of the writing,
+// when up to tens of MB were still in flight or unread.
+func TestIperf3TimedTestCountsEveryByte(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  model.TestConfig
+	}{
+		{"one stream", model.TestConfig{Duration: 2 * time.Second}},
+		{"three streams", model.TestConfig{Duration: 2 * time.Second, Parallel: 3}},
+		{"small writes", model.TestConfig{Duration: 2 * time.Second, Length: 64 * model.KiB}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, wait := iperf3Server(t)
+			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			theirs := sumBytes(wait(), "sum_received")
+			d := run.Summary[0]
+			t.Logf("sent %v, iperf3 -s counted %.0f B; warnings %q", d.SenderBytes, theirs, run.Warnings)
+			if float64(d.SenderBytes.V) != theirs || d.ReceiverBytes != d.SenderBytes || len(run.Warnings) > 0 {
+				t.Errorf("sent %v; iperf3 -s counted %.0f B, we report %v received", d.SenderBytes, theirs, d.ReceiverBytes)
+			}
+		})
+	}
+}
+
+// A client receiving a byte or block count ends the test when it has
+// read the count, as iperf3's client does (it was refused: "iperf3
+// counts -n at the sender"); both ends count every byte, and the server
+// sends the count: one stream to the byte (unpaced it stops there
+// itself, paced it is stopped by TEST_END before its next block is due),
+// several within the blocks they have in progress when the count is met.
+func TestIperf3ReceiverEndsCountTest(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    model.TestConfig
+		blocks int64
+	}{
+		{"bytes", model.TestConfig{Bytes: 32 * model.MiB, Reverse: true, Parallel: 2}, 0},
+		{"bytes paced", model.TestConfig{Bytes: 8 * model.MiB, Reverse: true, Bitrate: 80 * model.MbitPerSecond}, 0},
+		{"blocks", model.TestConfig{Bytes: 100 * 128 * model.KiB, Length: 128 * model.KiB, Reverse: true}, 100},
+		{"blocks paced", model.TestConfig{Bytes: 50 * 128 * model.KiB, Length: 128 * model.KiB, Reverse: true, Bitrate: 50 * model.MbitPerSecond}, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, wait := iperf3Server(t)
+			run, err := (&perf.Client{Version: "test", Blocks: tc.blocks}).RunIperf3(context.Background(), addr, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc := wait()
+			theirs := sumBytes(doc, "sum_sent")
+			d := run.Summary[0]
+			t.Logf("iperf3 -s sent %.0f B; we report %v sent, %v received", theirs, d.SenderBytes, d.ReceiverBytes)
+			over := max(tc.cfg.Parallel-1, 0) * int(run.Config.Length)
+			if run.Ended != "complete" || theirs != float64(d.SenderBytes.V) || d.ReceiverBytes != d.SenderBytes ||
+				d.SenderBytes.V < tc.cfg.Bytes || d.SenderBytes.V > tc.cfg.Bytes+model.Bytes(over) {
+				t.Errorf("ended %q: -n %d B, iperf3 -s sent %.0f B, we report %v sent and %v received",
+					run.Ended, tc.cfg.Bytes, theirs, d.SenderBytes, d.ReceiverBytes)
+			}
+			// The server was told the count as iperf3's client tells it.
+			start, _ := doc["start"].(map[string]any)
+			ts, _ := start["test_start"].(map[string]any)
+			if b, _ := numAt(ts, "blocks"); b != float64(tc.blocks) {
+				t.Errorf("iperf3 -s was told %v blocks, want %d", ts["blocks"], tc.blocks)
+			}
+		})
 	}
 }
