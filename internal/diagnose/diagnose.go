@@ -65,6 +65,9 @@ const (
 	// coLimit: a second bound within this factor of the goodput binds
 	// with the first (fixing the first alone gains at most this much).
 	coLimit = 3.0
+	// coLoss: beside a window or buffer that held the sender, loss binds
+	// too when goodput is at least this share of its Mathis bound.
+	coLoss = 1 / 1.5
 	// bloatAdded and bloatRatio: queueing delay under load of at least
 	// bloatAdded and at least bloatRatio × the minimum RTT is bufferbloat.
 	bloatAdded = 20 * time.Millisecond

@@ -306,3 +306,27 @@ func TestOldIperf3Result(t *testing.T) {
 		}
 	}
 }
+
+// TestLossCoLimit: loss binds beside the window only for a loss-based
+// sender whose rate is at its Mathis bound. One or two retransmissions
+// made a BBR sender (which does not slow down for loss) "loss-limited"
+// beside wscale-off and sndbuf-limited in the scenario suite, at half its
+// bound.
+func TestLossCoLimit(t *testing.T) {
+	for _, tc := range []struct {
+		cc   string
+		loss float64 // retransmitted share
+		want []string
+	}{
+		{"bbr", 0.00022, []string{"wscale-off"}},                 // the scenario's run: 2 segments, half the bound
+		{"cubic", 0.00022, []string{"wscale-off"}},               // a loss-based sender at half its bound
+		{"cubic", 0.001, []string{"wscale-off", "loss-limited"}}, // at its bound: both bind
+	} {
+		run := load(t, "wscale-off")
+		run.Summary[0].LossRate = model.Some(tc.loss)
+		run.Client.Totals[0].Final.Congestion = tc.cc
+		if got := primaries(Test(run, Options{})); !slices.Equal(got, tc.want) {
+			t.Errorf("%s at %.3g%% loss: primary %v, want %v", tc.cc, 100*tc.loss, got, tc.want)
+		}
+	}
+}

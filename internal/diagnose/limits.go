@@ -25,8 +25,12 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 	}
 	loss, lossBinds := lossLimited(v, o)
 	lossBinds = lossBinds && !pathFull(v)
+	// Beside a window or buffer that held the sender, loss binds too
+	// only when the rate is at its Mathis bound (within coLoss): a rate
+	// at half the bound is the window's alone, whatever a loss or two
+	// in the run says.
 	with := func(f model.Finding) []model.Finding {
-		if lossBinds {
+		if lossBinds && float64(v.goodput) >= coLoss*float64(mathisBound(v, o)) {
 			return []model.Finding{f, loss}
 		}
 		return []model.Finding{f}
@@ -469,7 +473,9 @@ func policer(v *view, o Options) (model.Finding, bool) {
 // lossLimited: the congestion window held the sender back and the loss
 // explains the rate by the Mathis bound.
 func lossLimited(v *view, o Options) (model.Finding, bool) {
-	if !v.receivedOK || !v.lossOK || v.loss < lossFloor || v.minRTT <= 0 || v.mss <= 0 {
+	// Mathis's bound is a loss-based sender's: BBR does not slow down
+	// for loss, and a rate in the bound's band is a coincidence there.
+	if v.cc == "bbr" || !v.receivedOK || !v.lossOK || v.loss < lossFloor || v.minRTT <= 0 || v.mss <= 0 {
 		return model.Finding{}, false
 	}
 	c := o.c()
@@ -478,7 +484,7 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 	// Loss in bursts costs a loss-based sender one window reduction, or a
 	// timeout, for many lost packets: the rate sits above the bound the
 	// retransmitted share gives, and the timeouts show where it went.
-	bursty := v.cc != "bbr" && v.rtoShare() >= rtoShare
+	bursty := v.rtoShare() >= rtoShare
 	if ratio < 1/mathisBand || (ratio > mathisBand && !bursty) {
 		// Above: loss was there but did not set the rate (BBR, or loss
 		// only in slow start). Below: something else held the rate far
