@@ -78,6 +78,12 @@ const (
 	// this many segments to be a queue: delayed ACKs on a small window
 	// add a few ms that hold less than one.
 	fullQueueSegs = 4
+	// poissonMedian and poissonLow: with a median of at least
+	// poissonMedian retransmissions per measured interval, random loss
+	// leaves no interval under 1/poissonLow of it (P ≈ 2·10⁻⁵ for a
+	// Poisson count of mean 20); fewer is loss in episodes.
+	poissonMedian = 20
+	poissonLow    = 4
 	// lossyShare: loss of at least this share is reported even when it
 	// did not set the rate.
 	lossyShare = 0.0005

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -118,6 +119,10 @@ type view struct {
 	// (slow start's overshoot, one outage), not a path losing steadily.
 	// retransSpread is the share of those intervals that had any.
 	retransPeak, retransSpread float64
+	// retransLow and retransMedian are the fewest and the median
+	// retransmissions in one measured interval (≥ 3 intervals); random
+	// loss, a Poisson process, keeps every interval near the median.
+	retransLow, retransMedian uint32
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -403,6 +408,8 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 				with++
 			}
 		}
+		sorted := slices.Sorted(maps.Values(retransIn))
+		v.retransLow, v.retransMedian = sorted[0], sorted[len(sorted)/2]
 		if total > 0 {
 			v.retransPeak = float64(peak) / float64(total)
 			v.retransSpread = float64(with) / float64(len(retransIn))
