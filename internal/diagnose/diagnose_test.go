@@ -330,3 +330,38 @@ func TestLossCoLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestBBROwnLossNotLossyPath: BBR on a clean path with a one-BDP
+// drop-tail queue overflows it in its bandwidth probes (lab precision
+// "100 Mbit/s, 10 ms, bbr": 0.3% and 1.1% retransmitted, some seconds
+// with almost none). That is its own congestion loss, not a lossy path:
+// the verdict must be the bottleneck with no warning. Random loss under
+// BBR (0.3% at 40 ms, 20 to 30 retransmissions every second) still is.
+func TestBBROwnLossNotLossyPath(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		lossy bool
+	}{
+		{"bottleneck.bbr-overflow.json", false},
+		{"bottleneck.bbr-overflow-2.json", false},
+		{"lossy-path.json", true},
+		{"lossy-path.bbr-40ms.json", true},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var run model.Run
+		if err := json.Unmarshal(b, &run); err != nil {
+			t.Fatal(err)
+		}
+		got := Test(&run, Options{})
+		lossy := slices.ContainsFunc(got, func(f model.Finding) bool { return f.ID == "lossy-path" })
+		if lossy != c.lossy {
+			t.Errorf("%s: findings %v, lossy-path %v, want %v", c.file, ids(got), lossy, c.lossy)
+		}
+		if !c.lossy && got[0].Severity != model.Info {
+			t.Errorf("%s: verdict %s [%s], want info", c.file, got[0].ID, got[0].Severity)
+		}
+	}
+}

@@ -274,7 +274,16 @@ func slowReader(v *view) model.Finding {
 // unknown).
 func sndbufBinds(v *view, run *model.Run) bool {
 	l := v.limited
+	fullInSamples := v.fullShare >= appShare && v.fullSamples >= minFullSamples
 	switch {
+	case pathFull(v) && !v.local && v.limitedOK && l.Sndbuf >= limitedShare && l.Sndbuf >= l.Cwnd && fullInSamples:
+		// A full buffer's bursts queue for a moment at the bottleneck
+		// (3 ms at 28 Mbit/s of 100 Mbit/s, 20 ms with a 64 KiB
+		// buffer), but the kernel counted the sender waiting on the
+		// buffer most of the time and the samples show in flight under
+		// half the congestion window: the congestion control had room
+		// to send more, so the path's rate was not reached.
+		return true
 	case pathFull(v):
 		return false // the buffer held more than the path's BDP: the bottleneck set the rate
 	case v.local:

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"time"
@@ -118,6 +119,10 @@ type view struct {
 	// policer); loss in one or two is one episode (slow start's
 	// overshoot, one outage).
 	retransSpread float64
+	// retransLow and retransMedian are the fewest and the median
+	// retransmissions in one measured interval (≥ 3 intervals); random
+	// loss, a Poisson process, keeps every interval near the median.
+	retransLow, retransMedian uint32
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -400,6 +405,8 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 				with++
 			}
 		}
+		sorted := slices.Sorted(maps.Values(retransIn))
+		v.retransLow, v.retransMedian = sorted[0], sorted[len(sorted)/2]
 		if with > 0 {
 			v.retransSpread = float64(with) / float64(len(retransIn))
 		}
