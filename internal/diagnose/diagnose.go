@@ -75,7 +75,7 @@ const (
 	// fullQueueMin and fullQueueShare: queueing delay of at least this
 	// (and this share of the minimum RTT) means the bottleneck's queue
 	// was in use: the sender reached the path's rate.
-	fullQueueMin   = 2 * time.Millisecond
+	fullQueueMin   = time.Millisecond
 	fullQueueShare = 0.05
 	// fullQueueSegs: the extra delay at the rate that arrived must hold
 	// this many segments to be a queue: delayed ACKs on a small window
@@ -347,7 +347,7 @@ func bufferFor(w model.Bytes) model.Bytes {
 // ACKs on a window of a few segments, which at its rate is under one
 // segment: no queue stood.
 func pathFull(v *view) bool {
-	if v.minRTT <= 0 || v.srtt-v.minRTT < max(fullQueueMin, time.Duration(fullQueueShare*float64(v.minRTT))) {
+	if v.minRTT <= 0 || v.srtt-v.minRTT < queueMin(v) {
 		return false
 	}
 	if !v.receivedOK || v.mss <= 0 {
@@ -355,6 +355,12 @@ func pathFull(v *view) bool {
 	}
 	queued := float64(v.goodput) / 8 * (v.srtt - v.minRTT).Seconds()
 	return queued >= fullQueueSegs*float64(v.mss)
+}
+
+// queueMin is the least extra round trip that is a queue in use on the
+// path (fullQueueMin, fullQueueShare).
+func queueMin(v *view) time.Duration {
+	return max(fullQueueMin, time.Duration(fullQueueShare*float64(v.minRTT)))
 }
 
 // mathisBound is what loss-based senders (reno, cubic) average at the

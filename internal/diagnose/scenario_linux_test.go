@@ -87,10 +87,15 @@ func verdictOK(s scenario, fs []model.Finding) (bool, string) {
 	return false, s.want + " not found"
 }
 
-// TestScenarios is the diagnosis's proof on real kernels: for each
-// impairment the lab builds, the diagnosis of a tcpscope test across it
-// must name it. A table of scenario → primary finding → verdict is logged.
+// TestScenarios records real kernels' runs for the golden tests: for
+// each impairment the lab builds, a tcpscope test across it, whose
+// diagnosis must name it, written to testdata with -record. It runs only
+// with -record: the precision suites (internal/lab/precision, run in CI)
+// build these impairments and more, in both directions, and judge them.
 func TestScenarios(t *testing.T) {
+	if !*record {
+		t.Skip("records testdata with -record; internal/lab/precision's TestSuites runs the scenarios")
+	}
 	labtest.Require(t)
 	const mbit = model.MbitPerSecond
 	ms := time.Millisecond
