@@ -59,7 +59,59 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 		}
 		return []model.Finding{loss}
 	}
+	if f, ok := lossUnsettled(v, o); ok {
+		return []model.Finding{f}
+	}
 	return []model.Finding{bottleneck(v, o)}
+}
+
+// underDelivered: the kernel measured deliveries at well above the rate
+// the transfer averaged (not over loopback, whose delivery samples run
+// to hundreds of Gbit/s): the path was not what set the rate.
+func underDelivered(v *view) bool {
+	return !v.local && v.receivedOK && v.deliveryMax > 0 && float64(v.goodput) < deliveredShare*float64(v.deliveryMax)
+}
+
+// lossUnsettled: a loss-based sender above its Mathis bound with nothing
+// else to hold it: no queue stood (so the path's rate was not reached),
+// the path delivered far more at moments than the transfer averaged, the
+// congestion window held the sender, and it lost packets. Its window was
+// still coming down from slow start toward the bound: on a long path a
+// short test holds few losses (0.1% loss at 100 ms, cubic: 16 in 4 s,
+// 10.4 Mbit/s at 3.2 × a 3.27 Mbit/s bound, 25 Mbit/s delivered at
+// moments, on a 100 Mbit/s path). The bottleneck did not set that rate:
+// the loss did, and a longer test only brings it nearer the bound.
+func lossUnsettled(v *view, o Options) (model.Finding, bool) {
+	l := v.limited
+	if v.cc == "bbr" || v.cc == "" || !v.lossOK || v.loss < lossFloor || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) ||
+		!underDelivered(v) || !v.limitedOK || l.Cwnd < limitedShare {
+		return model.Finding{}, false
+	}
+	bound := mathisBound(v, o)
+	if float64(v.goodput) < float64(bound) {
+		return model.Finding{}, false // under the bound: lossLimited's band decides
+	}
+	f := model.Finding{ID: "loss-limited", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
+	f.Summary = fmt.Sprintf("Packet loss limits this transfer: %.3g%% of the bytes sent were retransmitted, and with no queue on the path the %s congestion window, cut at each loss, held the sender at %s while the path delivered up to %s; it was still falling toward the Mathis bound at %v, %s.",
+		100*v.loss, v.cc, rate(v.goodput), rate(v.deliveryMax), v.minRTT.Round(time.Microsecond), rate(bound))
+	f.Explanation = "A loss-based congestion control (reno, cubic) cuts its window at every loss; from slow start's peak it takes many losses to settle at the Mathis bound, C·MSS/(RTT·√p), and a long path's short test ends before. " +
+		"No queue built up, so the path's rate was never reached: the window, cut by loss, was the limit. Find where packets are lost."
+	f.Evidence = []model.Evidence{
+		goodputEvidence(v),
+		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		rttEvidence(v),
+		{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)},
+		{What: fmt.Sprintf("Mathis bound, C = %.2f", o.c()), Value: rate(bound)},
+		limitedEvidence(v),
+		{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)},
+	}
+	f.Fix = []model.Fix{
+		{Where: "path", Kind: "ethtool", Command: "on each host and router interface along the path: ethtool -S IFACE | grep -iE 'err|drop|crc'; ip -s link show IFACE"},
+		{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (does not read random loss as congestion)"},
+	}
+	f.Effect = fmt.Sprintf("at this loss a loss-based sender settles near %s; every halving of the loss rate raises that by √2", rate(bound))
+	f.Predicted = model.Some(bound)
+	return f, true
 }
 
 // rwndBinds: the receiver's window held the sender back. Not with a
