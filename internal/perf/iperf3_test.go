@@ -204,6 +204,24 @@ func TestIperf3Interrupted(t *testing.T) {
 func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (map[string]any, error), records chan perf.TestRecord) {
 	t.Helper()
 	requireIperf3(t)
+	port, records := tcpscopeServer(t, jsonOutput)
+	return func(args ...string) (map[string]any, error) {
+		out, err := exec.Command(iperf3Bin(), append([]string{"-c", "127.0.0.1", "-p", port, "-J"}, args...)...).Output()
+		var doc map[string]any
+		if jerr := json.Unmarshal(out, &doc); jerr != nil {
+			return nil, fmt.Errorf("%v; output %.200s", err, out)
+		}
+		if e, ok := doc["error"].(string); ok {
+			return doc, fmt.Errorf("iperf3: %s", e)
+		}
+		return doc, err
+	}, records
+}
+
+// tcpscopeServer serves tests on a loopback port; records brings the
+// server's view of each test.
+func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan perf.TestRecord) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -218,18 +236,7 @@ func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	return func(args ...string) (map[string]any, error) {
-		out, err := exec.Command(iperf3Bin(), append([]string{"-c", "127.0.0.1", "-p", port, "-J"}, args...)...).Output()
-		var doc map[string]any
-		if jerr := json.Unmarshal(out, &doc); jerr != nil {
-			return nil, fmt.Errorf("%v; output %.200s", err, out)
-		}
-		if e, ok := doc["error"].(string); ok {
-			return doc, fmt.Errorf("iperf3: %s", e)
-		}
-		return doc, err
-	}, records
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), records
 }
 
 // Stock iperf3 clients against a tcpscope server, on its usual port: each
