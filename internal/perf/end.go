@@ -73,6 +73,11 @@ type end struct {
 	// iperf3 client ends a byte or block count test it receives when it
 	// has read enough). It runs on the streams' goroutines.
 	onRead func(n int)
+	// readOn: once stopped, the receivers read on until the caller ends
+	// their reads (drainReceivers), and their time runs to their last
+	// read. The iperf3 server's: it reads until each stream has what the
+	// client's results say it sent (awaitCounts).
+	readOn bool
 
 	t0  time.Time
 	cpu *model.CPUUse // the process's CPU use over run
@@ -87,8 +92,9 @@ type end struct {
 	stopTime  atomic.Pointer[time.Time]
 	intervals []model.Interval
 
-	// Per-stream state at the omit boundary and peaks, owned by the sampler.
-	omitBytes  []int64
+	// Per-stream state at the omit boundary and peaks, owned by the
+	// sampler; omitBytes is read while the streams run too (awaitCounts).
+	omitBytes  []atomic.Int64
 	omitSample []model.Sample
 	omitUDP    []model.Datagrams
 	maxCwnd    []model.Bytes
@@ -113,7 +119,7 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(
 		}
 	}
 	n := len(streams)
-	e.omitBytes = make([]int64, n)
+	e.omitBytes = make([]atomic.Int64, n)
 	e.omitSample = make([]model.Sample, n)
 	e.omitUDP = make([]model.Datagrams, n)
 	e.maxCwnd = make([]model.Bytes, n)
@@ -194,6 +200,66 @@ func (e *end) drainDeadline() (time.Time, bool) {
 		return time.Unix(0, by), true
 	}
 	return time.Time{}, false
+}
+
+// setReadDeadline sets a receiver's read deadline to d, or to the end
+// drainReceivers set, if it did: that end stands. It sets d before it
+// looks, so a drainReceivers in between still has the last word.
+func (e *end) setReadDeadline(c net.Conn, d time.Time) {
+	_ = c.SetReadDeadline(d)
+	if by, ok := e.drainDeadline(); ok {
+		_ = c.SetReadDeadline(by)
+	}
+}
+
+// countPoll is how often awaitCounts looks at the receivers' counts.
+const countPoll = time.Millisecond
+
+// awaitCounts waits until each receiving stream with a count in want
+// (indexed as e.streams; absent: none to wait for) has it: for TCP, the
+// bytes it read in the measured period (past the omit mark), for UDP the
+// highest datagram it saw. It gives up once no receiving stream that is
+// still short has moved for stall, at by, or when ctx ends. It only
+// waits: what a stream reports is what it read, whatever want says.
+func (e *end) awaitCounts(ctx context.Context, want []model.Opt[int64], stall time.Duration, by time.Time) {
+	moved := make([]int64, len(e.streams))
+	lastMove := time.Now()
+	tick := time.NewTicker(countPoll)
+	defer tick.Stop()
+	for {
+		short := false
+		now := time.Now()
+		for i, s := range e.streams {
+			w, ok := want[i].Get()
+			if !ok || s.role != model.Receiver {
+				continue
+			}
+			select {
+			case <-s.done:
+				continue // it read to its end: there is no more
+			default:
+			}
+			m := s.moved.Load()
+			if m != moved[i] {
+				moved[i], lastMove = m, now
+			}
+			have := m - e.omitBytes[i].Load()
+			if s.udp != nil {
+				have = s.udp.packets.Load()
+			}
+			if have < w {
+				short = true
+			}
+		}
+		if !short || now.Sub(lastMove) >= stall || !now.Before(by) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // abort breaks off every stream, readers included.
@@ -443,21 +509,34 @@ func (e *end) receive(s *stream) error {
 	lastMoved := int64(-1)
 	if limit > 0 {
 		graceEnd = e.t0.Add(limit + finishGrace)
-		_ = s.conn.SetReadDeadline(e.t0.Add(limit + stallLimit))
-		if e.peerCloses && e.isStopped() {
-			// TEST_END came before this reader started, and the line
-			// above replaced finishReceivers' deadline: restore it.
-			_ = s.conn.SetReadDeadline(time.Unix(1, 0))
-		}
+		// (iperf3: TEST_END may have come before this reader started;
+		// the end drainReceivers set then stands.)
+		e.setReadDeadline(s.conn, e.t0.Add(limit+stallLimit))
 	}
+	var last time.Duration // the latest read that returned data
 	for {
 		n, err := s.conn.Read(buf)
+		if n > 0 {
+			last = e.since()
+		}
+		if err != nil && e.readOn && e.isStopped() && errors.Is(err, os.ErrDeadlineExceeded) {
+			if by, ok := e.drainDeadline(); !ok || time.Now().Before(by) {
+				// This reader's own deadline, not the end its caller
+				// sets (maybe not yet): read on, for at most the grace.
+				s.moved.Add(int64(n))
+				e.setReadDeadline(s.conn, time.Now().Add(finishGrace))
+				continue
+			}
+		}
 		if err != nil && e.peerCloses && e.isStopped() {
 			// iperf3: the test was ended on the control connection.
 			// What arrived before is the test's, even if this reader
 			// had not got to it yet: the client counted it as sent.
 			s.moved.Add(int64(n))
-			if derr := drainQueued(s.conn, buf, func(b []byte) { s.moved.Add(int64(len(b))) }); derr != nil {
+			if derr := drainQueued(s.conn, buf, func(b []byte) {
+				s.moved.Add(int64(len(b)))
+				last = e.since()
+			}); derr != nil {
 				err = derr
 			}
 			break
@@ -507,7 +586,13 @@ func (e *end) receive(s *stream) error {
 		}
 	}
 	s.finished = e.since()
-	if e.peerCloses && e.isStopped() {
+	switch {
+	case e.readOn && e.isStopped():
+		// Until TEST_END arrived, as iperf3's receiver counts it, or,
+		// when bytes sent before it were still on their way, until the
+		// last of them was read: the time they really took.
+		s.finished = max(e.stoppedAt(), last)
+	case e.peerCloses && e.isStopped():
 		// As iperf3's receiver counts it: until TEST_END arrived.
 		s.finished = e.stoppedAt()
 	}
@@ -605,7 +690,7 @@ func (e *end) sample() {
 			// Snapshot the counters where the measured period begins; the
 			// interval in progress goes on.
 			for i, s := range e.streams {
-				e.omitBytes[i] = s.moved.Load()
+				e.omitBytes[i].Store(s.moved.Load())
 				if s.udp != nil {
 					e.omitUDP[i] = s.udp.datagrams()
 				}
@@ -711,7 +796,7 @@ func (e *end) totals() []model.StreamTotal {
 	out := make([]model.StreamTotal, len(e.streams))
 	for i, s := range e.streams {
 		all := s.moved.Load()
-		measured := model.Bytes(all - e.omitBytes[i])
+		measured := model.Bytes(all - e.omitBytes[i].Load())
 		// A receiver's time starts with its first byte: its clock started
 		// when the test did, a one-way delay or more before data could
 		// arrive, and counting that wait would bias goodput low on long paths.

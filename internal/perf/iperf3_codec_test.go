@@ -45,3 +45,36 @@ func TestI3UDPResultsOmitted(t *testing.T) {
 		t.Errorf("without omitted counts: %+v", tot[0].UDP)
 	}
 }
+
+// What a client's results say its streams sent, for the server to wait
+// for: by stream id, bytes for TCP and datagrams for UDP, only on the
+// server's receiving streams; a count absent or not a count (-1, 3.12's
+// 2^64-1, a fraction) is absent, never 0.
+func TestI3ClientResultsSent(t *testing.T) {
+	// Stream ids 1, 3, 4, 5, 6: stream 1 is a sender, the counts of 4, 5
+	// and 6 are not counts.
+	tcp := []*stream{{id: 0, role: model.Receiver}, {id: 1, role: model.Sender}, {id: 2, role: model.Receiver}, {id: 3, role: model.Receiver}, {id: 4, role: model.Receiver}}
+	msg := `{"streams":[{"id":1,"bytes":1000,"packets":0},{"id":3,"bytes":2000},{"id":4,"bytes":-1},` +
+		`{"id":5,"bytes":18446744073709551615},{"id":6,"bytes":1.5},{"bytes":7}]}`
+	var r i3ClientResults
+	if err := json.Unmarshal([]byte(msg), &r); err != nil {
+		t.Fatal(err)
+	}
+	got := r.sent(tcp)
+	want := []model.Opt[int64]{model.Some[int64](1000), {}, {}, {}, {}}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("TCP stream %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	// UDP counts datagrams: bytes alone are no count.
+	udp := []*stream{{id: 0, role: model.Receiver, udp: &udpFlow{}}, {id: 1, role: model.Receiver, udp: &udpFlow{}}}
+	var ru i3ClientResults
+	if err := json.Unmarshal([]byte(`{"streams":[{"id":1,"bytes":14000,"packets":10},{"id":3,"bytes":1400}]}`), &ru); err != nil {
+		t.Fatal(err)
+	}
+	got = ru.sent(udp)
+	if got[0] != model.Some[int64](10) || got[1].OK {
+		t.Errorf("UDP: %+v, want 10 datagrams and absent", got)
+	}
+}

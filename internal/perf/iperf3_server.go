@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -158,6 +159,7 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	}
 	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
 	e.peerCloses = true
+	e.readOn = true
 	e.wholeBlocks = wholeBlocks
 	// The client starts its clock and its senders on TEST_RUNNING: so
 	// does this end, not after its own setup, which a busy server makes
@@ -187,21 +189,36 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 		}
 	}()
 	how := "complete"
-	runDone := make(chan error, 1)
-	go func() { runDone <- e.run(context.Background()) }()
+	// The streams run until the client ends the test; runOver closes
+	// when every one has stopped, and runErr is theirs then.
+	runOver := make(chan struct{})
 	var runErr error
+	go func() {
+		runErr = e.run(context.Background())
+		close(runOver)
+	}()
+	// endReads ends the receivers' reads now and waits for the streams.
+	endReads := func() {
+		e.finishReceivers()
+		<-runOver
+	}
 	select {
 	case how = <-ended:
 		e.stop()
-		e.finishReceivers()
-		runErr = <-runDone
+		if how == "complete" {
+			// The receivers read on: what the client wrote before
+			// TEST_END may still be on its way, in its send buffer or
+			// in flight. They stop once they have what its results say
+			// it sent (below), within the grace at most.
+			e.drainReceivers(finishGrace)
+		}
 	case <-ctx.Done():
 		how = "server-shutdown"
 		_, _ = k.c.Write([]byte{i3ServerTerminate})
 		e.abort()
-		<-runDone
+		<-runOver
 		return e.report(s.Version), how, ctx.Err()
-	case runErr = <-runDone:
+	case <-runOver:
 		// Our streams ended first (the client closed them, or the
 		// server's duration limit): wait briefly for TEST_END.
 		select {
@@ -209,27 +226,39 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 		case <-time.After(5 * time.Second):
 		}
 	}
-	rep = e.report(s.Version)
 	if how != "complete" {
-		return rep, how, runErr
+		endReads()
+		return e.report(s.Version), how, runErr
 	}
+	// As iperf3's server does: close the streams this end sends on
+	// before the results. A client in -R or --bidir reads them until
+	// they close. (stop has ended their writing.)
+	for _, st := range streams {
+		if st.role == model.Sender {
+			select {
+			case <-st.done:
+			case <-runOver: // they never started
+			}
+			st.close()
+		}
+	}
+	// Results: the client sends first.
+	if _, err := k.c.Write([]byte{i3ExchangeResults}); err != nil {
+		endReads()
+		return e.report(s.Version), how, err
+	}
+	var theirs i3ClientResults
+	if err := k.recvJSON(&theirs, maxI3Results, finishGrace); err != nil {
+		endReads()
+		return e.report(s.Version), how, fmt.Errorf("iperf3 client results: %w", err)
+	}
+	e.awaitCounts(ctx, theirs.sent(e.streams), countStall(cfg.IsUDP(), controlRTT(k.c)), time.Now().Add(countWait))
+	endReads()
+	rep = e.report(s.Version)
 	if err := movedNothing(&cfg, rep.Totals); err != nil {
 		// Not a result: the client is told the test failed (its control
 		// connection closes) rather than shown a clean zero.
 		return rep, "aborted", err
-	}
-	// As iperf3's server does: close the streams before the results. A
-	// client in -R reads its streams until they close.
-	for _, st := range streams {
-		st.close()
-	}
-	// Results: the client sends first.
-	if _, err := k.c.Write([]byte{i3ExchangeResults}); err != nil {
-		return rep, how, err
-	}
-	var theirs i3Results
-	if err := k.recvJSON(&theirs, maxI3Results, finishGrace); err != nil {
-		return rep, how, fmt.Errorf("iperf3 client results: %w", err)
 	}
 	res := i3ResultsOf(rep.Totals)
 	switch {
@@ -246,6 +275,93 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	}
 	_, _ = k.state(5 * time.Second) // IPERF_DONE
 	return rep, how, nil
+}
+
+// The server's receivers read on past TEST_END until each stream has
+// what the client's results say it sent: bytes still in the client's send
+// buffer or in flight at TEST_END arrive after it, and iperf3's own server,
+// which stops reading at TEST_END, never counts them (esnet/iperf#382).
+// The wait is bounded whatever the client claims.
+const (
+	// countWait bounds it from the client's results on: well under the
+	// 10 s an iperf3 client since 3.16 waits for the server's results
+	// (its Nread gives up then), and time to deliver a full 4 MiB send
+	// buffer (tcp_wmem's usual maximum) at 10 Mbit/s (3.4 s). A slower
+	// path with a full buffer is cut short: its last bytes go uncounted,
+	// as before. A client that trickles bytes to a claim it never meets
+	// holds its test this long.
+	countWait = 4 * time.Second
+	// countStallTCP, plus four round trips, is how long the wait goes on
+	// with nothing arriving: a send buffer drains steadily, and a gap is
+	// a loss being repaired, by a retransmission timeout at worst (Linux's
+	// floor is 200 ms, then 400 ms on its first backoff). A client that
+	// claims more than it sent costs no more than this.
+	countStallTCP = 600 * time.Millisecond
+	// countStallUDP, plus four round trips: a datagram is never resent,
+	// so one sent before TEST_END comes at most a little behind it (its
+	// sender's host or the path queued it apart from the control
+	// connection), or never, when it was lost.
+	countStallUDP = 50 * time.Millisecond
+)
+
+// countStall is how long the wait for the client's counts goes on with
+// nothing arriving, on a control connection of round trip rtt (0: not
+// known).
+func countStall(udp bool, rtt time.Duration) time.Duration {
+	if udp {
+		return countStallUDP + 4*rtt
+	}
+	return countStallTCP + 4*rtt
+}
+
+// i3ClientResults is what the server reads of a client's results: what
+// each of its streams sent. A count may be absent, or not a count (-1,
+// or 3.12's 2^64-1 for "none"): pointers tell.
+type i3ClientResults struct {
+	Streams []struct {
+		ID      *float64 `json:"id"`
+		Bytes   *float64 `json:"bytes"`
+		Packets *float64 `json:"packets"`
+	} `json:"streams"`
+}
+
+// sent is, for each of the server's streams (indexed as streams), what
+// the client says it sent on it: for TCP the bytes of the measured
+// period (iperf3 counts from its omit mark), for UDP the datagrams of the
+// whole test (its highest sequence number). Absent for the server's
+// sending streams, and where the client gives no usable count: those are
+// not waited for.
+func (r *i3ClientResults) sent(streams []*stream) []model.Opt[int64] {
+	out := make([]model.Opt[int64], len(streams))
+	for _, c := range r.Streams {
+		id, ok := i3Count(c.ID)
+		if !ok {
+			continue
+		}
+		for i, st := range streams {
+			if st.role != model.Receiver || int64(i3StreamID(st.id)) != id {
+				continue
+			}
+			count := c.Bytes
+			if st.udp != nil {
+				count = c.Packets
+			}
+			if n, ok := i3Count(count); ok {
+				out[i] = model.Some(n)
+			}
+		}
+	}
+	return out
+}
+
+// i3Count reads a count of an iperf3 results message: a whole number
+// from 0 to 2^53 (past that a float64 is not exact, and iperf3 writes
+// "none" as 2^64-1).
+func i3Count(v *float64) (int64, bool) {
+	if v == nil || *v < 0 || *v > 1<<53 || *v != math.Trunc(*v) {
+		return 0, false
+	}
+	return int64(*v), true
 }
 
 // movedNothing reports a TCP stream of a timed test that moved no byte at

@@ -204,6 +204,24 @@ func TestIperf3Interrupted(t *testing.T) {
 func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (map[string]any, error), records chan perf.TestRecord) {
 	t.Helper()
 	requireIperf3(t)
+	port, records := tcpscopeServer(t, jsonOutput)
+	return func(args ...string) (map[string]any, error) {
+		out, err := exec.Command(iperf3Bin(), append([]string{"-c", "127.0.0.1", "-p", port, "-J"}, args...)...).Output()
+		var doc map[string]any
+		if jerr := json.Unmarshal(out, &doc); jerr != nil {
+			return nil, fmt.Errorf("%v; output %.200s", err, out)
+		}
+		if e, ok := doc["error"].(string); ok {
+			return doc, fmt.Errorf("iperf3: %s", e)
+		}
+		return doc, err
+	}, records
+}
+
+// tcpscopeServer serves tests on a loopback port; records brings the
+// server's view of each test.
+func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan perf.TestRecord) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -218,18 +236,7 @@ func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	return func(args ...string) (map[string]any, error) {
-		out, err := exec.Command(iperf3Bin(), append([]string{"-c", "127.0.0.1", "-p", port, "-J"}, args...)...).Output()
-		var doc map[string]any
-		if jerr := json.Unmarshal(out, &doc); jerr != nil {
-			return nil, fmt.Errorf("%v; output %.200s", err, out)
-		}
-		if e, ok := doc["error"].(string); ok {
-			return doc, fmt.Errorf("iperf3: %s", e)
-		}
-		return doc, err
-	}, records
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), records
 }
 
 // Stock iperf3 clients against a tcpscope server, on its usual port: each
@@ -819,5 +826,37 @@ func TestIperf3ReceiverEndsCountTest(t *testing.T) {
 				t.Errorf("iperf3 -s was told %v blocks, want %d", ts["blocks"], tc.blocks)
 			}
 		})
+	}
+}
+
+// What a stock client had written but not yet delivered when it sent
+// TEST_END is counted: the server reads on until each stream has what the
+// client's results say it sent. --fq-rate paces the client's kernel at
+// 100 Mbit/s, so its send buffer (-w 1M) holds up to 2 MB unsent at
+// TEST_END, delivered over the next ~0.2 s. Before, the server stopped
+// reading at TEST_END and counted 1.4 to 2.9 MB short, every run. Its
+// time then runs to its last read, so its rate is of the time the bytes
+// really took.
+func TestServeIperf3CountsBytesInFlightAtTestEnd(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	for i := range 3 {
+		doc, err := client("-t", "1", "--fq-rate", "100M", "-w", "1M")
+		rec := <-records
+		if err != nil || rec.Err != nil || rec.Ended != "complete" {
+			t.Fatalf("run %d: %v; server record %v, %q", i, err, rec.Err, rec.Ended)
+		}
+		sent, sentSecs, _ := endSum(doc, "sum_sent")
+		got, gotSecs, _ := endSum(doc, "sum_received")
+		ours := serverBytes(rec, model.Receiver)
+		t.Logf("run %d: the client sent %.0f B in %.3f s; the server received %d B (%.0f as the client reports it) in %.3f s",
+			i, sent, sentSecs, ours, got, gotSecs)
+		if sent == 0 || float64(ours) != sent || got != sent {
+			t.Errorf("run %d: the client sent %.0f B, the server received %d (%.0f as the client reports it)", i, sent, ours, got)
+		}
+		// The last bytes arrived after TEST_END: the receiver's time runs
+		// past the sender's, which ends when it sent TEST_END.
+		if gotSecs < sentSecs {
+			t.Errorf("run %d: the receiver's time %.3f s ends before the sender's %.3f s", i, gotSecs, sentSecs)
+		}
 	}
 }

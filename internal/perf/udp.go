@@ -280,13 +280,11 @@ func (e *end) receiveUDP(s *stream) error {
 		_ = f.conn.SetReadDeadline(next)
 	}
 	setDeadline(time.Now())
-	if e.peerCloses {
-		// The deadline above may have replaced the one in the past that
-		// finishReceivers set, had TEST_END come first: undo that. (The
-		// deadline is not moved again for iperf3: it stays at hard.)
-		if e.isStopped() {
-			_ = f.conn.SetReadDeadline(time.Unix(1, 0))
-		}
+	// The deadline above may have replaced the end drainReceivers set
+	// in between, had TEST_END come first: that end stands. (The
+	// deadline is not moved again for iperf3: it stays at hard.)
+	if by, ok := e.drainDeadline(); ok {
+		_ = f.conn.SetReadDeadline(by)
 	}
 	var lastDeadline time.Time
 	// take accounts one datagram; it reports the sender's closing one.
@@ -310,8 +308,14 @@ func (e *end) receiveUDP(s *stream) error {
 			// sent. The test's time ran until TEST_END, as iperf3's
 			// receiver counts it, not to the last datagram: a sender
 			// that kept ahead of its rate sends its last one early.
+			// A receiver that read on past TEST_END (readOn) ran until
+			// its last datagram, when that came later.
 			derr := drainQueued(f.conn, buf, func(b []byte) { take(b, e.since()) })
-			s.finished = e.stoppedAt()
+			if e.readOn {
+				s.finished = max(s.finished, e.stoppedAt())
+			} else {
+				s.finished = e.stoppedAt()
+			}
 			return derr
 		}
 		if err != nil {
