@@ -164,7 +164,7 @@ func impaired(name string, rate model.Bitrate, rtt time.Duration, cc string, wan
 // buffer allows (52 Mbit/s at 20 ms; 26 Mbit/s with the server sending
 // or under bbr), the kernel counted no send-buffer-limited time, and the
 // one sample per interval shows the congestion window full.
-const knownSndbuf = "the kernel lets the lab client's cubic sender queue past its 64 KiB tcp_wmem (300 kB in flight, 52 Mbit/s where the buffer allows 26), counts no send-buffer-limited time, and the per-interval samples show the congestion window full"
+const knownSndbuf = "the kernel lets the lab client's cubic sender queue past its tcp_wmem maximum (with 64 KiB: 300 kB in flight, 52 Mbit/s where the buffer allows 26, as the server sending gets), counts no send-buffer-limited time, and the per-interval samples show the congestion window full"
 
 // known marks a scenario's misses as known, and why.
 func known(s Scenario, why string) Scenario {
