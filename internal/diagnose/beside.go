@@ -241,7 +241,7 @@ func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 	f.Summary = fmt.Sprintf("%.3g%% of the bytes sent were retransmitted: %s. %s", 100*v.loss, cause, kept)
 	f.Explanation = "The Mathis bound, C·MSS/(RTT·√p), is what a loss-based congestion control averages at loss p. BBR paces at the bottleneck rate it measures and does not treat random loss as congestion, so it can run far above the bound; other flows and hosts on the path may not."
 	f.Evidence = []model.Evidence{
-		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		lossEvidence(v),
 		{What: "congestion control", Value: cc, Source: v.source(model.Sender)},
 		{What: fmt.Sprintf("Mathis bound, C = %.2f", o.c()), Value: rate(bound)},
 		rttEvidence(v),

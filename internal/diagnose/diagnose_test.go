@@ -347,15 +347,7 @@ func TestBBROwnLossNotLossyPath(t *testing.T) {
 		{"lossy-path.json", true},
 		{"lossy-path.bbr-40ms.json", true},
 	} {
-		b, err := os.ReadFile(filepath.Join("testdata", c.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var run model.Run
-		if err := json.Unmarshal(b, &run); err != nil {
-			t.Fatal(err)
-		}
-		got := Test(&run, Options{})
+		got := Test(load(t, strings.TrimSuffix(c.file, ".json")), Options{})
 		lossy := slices.ContainsFunc(got, func(f model.Finding) bool { return f.ID == "lossy-path" })
 		if lossy != c.lossy {
 			t.Errorf("%s: findings %v, lossy-path %v, want %v", c.file, ids(got), lossy, c.lossy)

@@ -65,6 +65,11 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 	return []model.Finding{bottleneck(v, o)}
 }
 
+// lossEvidence is the retransmitted share the loss rules read.
+func lossEvidence(v *view) model.Evidence {
+	return model.Evidence{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)}
+}
+
 // underDelivered: the kernel measured deliveries at well above the rate
 // the transfer averaged (not over loopback, whose delivery samples run
 // to hundreds of Gbit/s): the path was not what set the rate.
@@ -98,7 +103,7 @@ func lossUnsettled(v *view, o Options) (model.Finding, bool) {
 		"No queue built up, so the path's rate was never reached: the window, cut by loss, was the limit. Find where packets are lost."
 	f.Evidence = []model.Evidence{
 		goodputEvidence(v),
-		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		lossEvidence(v),
 		rttEvidence(v),
 		{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)},
 		{What: fmt.Sprintf("Mathis bound, C = %.2f", o.c()), Value: rate(bound)},
@@ -515,7 +520,7 @@ func policer(v *view, o Options) (model.Finding, bool) {
 	per := model.Bitrate(0.95 * float64(v.goodput) / float64(max(v.streams, 1)))
 	f.Evidence = []model.Evidence{
 		goodputEvidence(v),
-		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		lossEvidence(v),
 		rttEvidence(v),
 		{What: "largest over smallest goodput of the measured intervals", Value: fmt.Sprintf("%.2f", v.rateSpread), Source: v.source(model.Receiver)},
 		{What: fmt.Sprintf("Mathis bound for that loss, C = %.2f", o.c()), Value: rate(bound)},
@@ -566,7 +571,7 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 		"The longer the path, the less loss it takes. Find where packets are lost: a bad cable or optic, a duplex mismatch, a full queue on the path."
 	f.Evidence = []model.Evidence{
 		goodputEvidence(v),
-		{What: "retransmitted share of bytes sent", Value: fmt.Sprintf("%.4f%% (%d segments)", 100*v.loss, v.retrans), Source: v.source(model.Sender)},
+		lossEvidence(v),
 		rttEvidence(v),
 		{What: "MSS", Value: v.mss.Decimal(), Source: v.source(model.Sender)},
 		{What: fmt.Sprintf("Mathis bound, C = %.2f", c), Value: rate(bound)},
