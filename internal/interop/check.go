@@ -6,14 +6,20 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RateTolerance is how far the two ends' rates of one flow may differ.
 const RateTolerance = 0.02
 
 // blockReadTolerance is how far a -k -R budget may fall from stock's:
-// the client counts reads, not blocks (see Check).
-const blockReadTolerance = 0.10
+// the client counts reads, not blocks (see Check), and a read that wakes
+// before the rest of a block has arrived takes part of one. Whether it
+// does is a race between the client's wake-up and the sender's copy: at
+// -k 100 -b 100M on a 2-core machine stock's server sent 98-100% of
+// the blocks in 20 runs, tcpscope's 92-100%, and 88% in a loaded CI
+// run. Writes of less than a block, the defect this guards, sent 9%.
+const blockReadTolerance = 0.20
 
 // Served says whether a case runs a way, and if not, why.
 func (c Case) Served(w Way) (bool, string) {
@@ -96,9 +102,19 @@ func Check(c Case, r Result, ref *Result) []string {
 			// read, for stock senders too. That is at most what the two
 			// ends' socket buffers hold (autotuning's maxima, per
 			// stream), and the receiver is never over.
+			//
+			// A stock client that receives (-R) and ends the test at its
+			// timer goes on reading after its TEST_END, uncounted, so
+			// that a sender blocked on a full window can hear it: what
+			// the sender writes until TEST_END reaches it is sent and
+			// never counted, on top of the buffers (drainAllowance).
 			gap := f.SentBytes - f.RecvBytes
-			if gap < 0 || gap > inFlightBound(c) {
-				fail("%s: %d bytes sent, %d received (more apart than the buffers hold, %d B)", dir, f.SentBytes, f.RecvBytes, inFlightBound(c))
+			bound := inFlightBound(c)
+			if f.Reverse && (r.Way == StockToTcpscope || r.Way == Reference) {
+				bound += drainAllowance(f.SentRate)
+			}
+			if gap < 0 || gap > bound {
+				fail("%s: %d bytes sent, %d received (more apart than the buffers and the sender's reaction to TEST_END allow, %d B)", dir, f.SentBytes, f.RecvBytes, bound)
 			}
 		}
 		lost := 0.0 // the rate the receiver could not count: unread at its end
@@ -116,8 +132,8 @@ func Check(c Case, r Result, ref *Result) []string {
 		}
 		if hasFlag(c.Args, "-k") && ref != nil && ref.Harness == nil && len(ref.Flows) == len(r.Flows) {
 			// With -R a stock client counts its reads as blocks, and a
-			// read may take part of one: stock's own server fills
-			// 18 to 20 of 20 blocks. Sent forward, -k is exact.
+			// read may take part of one (blockReadTolerance). Sent
+			// forward, -k is exact.
 			tol := RateTolerance
 			if hasFlag(c.Args, "-R") {
 				tol = blockReadTolerance
@@ -269,6 +285,19 @@ func streamsOf(c Case) int64 {
 		}
 	}
 	return 1
+}
+
+// endReaction is how long a sender may take to stop once the stock
+// client that receives sent TEST_END: the control message's way through
+// both hosts' schedulers. On a quiet 2-core machine a -R -P 2 test's
+// uncounted bytes at loopback speed came to 2-9 ms of the rate with
+// tcpscope's server and 1-6 ms with stock's (docs/INTEROP.md); a CI run
+// under load saw about 15 ms.
+const endReaction = 50 * time.Millisecond
+
+// drainAllowance is what a sender at rate (bit/s) writes in endReaction.
+func drainAllowance(rate float64) int64 {
+	return int64(rate / 8 * endReaction.Seconds())
 }
 
 // inFlightBound is the most a flow's receiver may be short where stock

@@ -48,6 +48,10 @@ func TestCheck(t *testing.T) {
 			Flows: []Flow{{Reverse: true, SentBytes: 1000, RecvBytes: 1001, SentRate: 8000, RecvRate: 8008, RecvSecs: 1}}}, "more apart"},
 		{"stock receiver short by more than the buffers", Case{Args: []string{"-t", "1", "-R"}}, Result{Way: StockToTcpscope,
 			Flows: []Flow{{Reverse: true, SentBytes: 1 << 40, RecvBytes: 1 << 39, SentRate: 8 << 40, RecvRate: 8 << 39, RecvSecs: 1}}}, "more apart"},
+		{"stock receiver drains after its TEST_END (CI: -R -P 2 at 42 Gbit/s)", Case{Args: []string{"-t", "1", "-R", "-P", "2"}}, Result{Way: StockToTcpscope,
+			Flows: []Flow{{Reverse: true, SentBytes: 5270142976, RecvBytes: 5180084746, SentRate: 42161143808, RecvRate: 41440677968, RecvSecs: 1}}}, ""},
+		{"stock server short by more than the buffers", Case{Args: []string{"-t", "1"}}, Result{Way: Reference,
+			Flows: []Flow{{SentBytes: 5270142976, RecvBytes: 4270142976, SentRate: 42161143808, RecvRate: 34161143808, RecvSecs: 1}}}, "more apart"},
 		{"rates apart", tcp, Result{Way: TcpscopeToStock, Flows: []Flow{{SentBytes: 1000, RecvBytes: 1000, SentRate: 8000, RecvRate: 9000}}}, "apart"},
 		{"nothing moved", tcp, Result{Way: StockToTcpscope, Flows: []Flow{{}}}, "nothing sent"},
 		{"bidir with one flow", Case{Args: []string{"--bidir"}}, Result{Way: StockToTcpscope, Flows: []Flow{good}}, "want 2"},
@@ -71,6 +75,25 @@ func TestCheck(t *testing.T) {
 		bad := strings.Join(Check(tc.c, tc.r, nil), "; ")
 		if tc.want == "" && bad != "" || tc.want != "" && !strings.Contains(bad, tc.want) {
 			t.Errorf("%s: failures %q, want %q", tc.name, bad, tc.want)
+		}
+	}
+}
+
+// A -k budget in -R is held to stock's own run: the stock client counts
+// its reads, so a few partial reads may end the test early (88% seen in
+// CI), but writes that are not whole blocks (the 9% of the defect this
+// check was written for) fail.
+func TestCheckBlockBudget(t *testing.T) {
+	c := Case{Args: []string{"-k", "100", "-R", "-b", "100M"}}
+	ref := &Result{Way: Reference, Flows: []Flow{{Reverse: true, SentBytes: 13107200, RecvBytes: 13107200, SentRate: 100e6, RecvRate: 100e6, RecvSecs: 1}}}
+	for _, tc := range []struct {
+		sent int64
+		want string
+	}{{13107200, ""}, {11534336, ""}, {1190000, "-k sent"}} {
+		r := Result{Way: StockToTcpscope, Flows: []Flow{{Reverse: true, SentBytes: tc.sent, RecvBytes: tc.sent, SentRate: 100e6, RecvRate: 100e6, RecvSecs: 1}}}
+		bad := strings.Join(Check(c, r, ref), "; ")
+		if tc.want == "" && bad != "" || tc.want != "" && !strings.Contains(bad, tc.want) {
+			t.Errorf("-k sent %d: failures %q, want %q", tc.sent, bad, tc.want)
 		}
 	}
 }

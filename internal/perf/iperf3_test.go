@@ -440,8 +440,8 @@ func TestIperf3Agreement(t *testing.T) {
 						t.Errorf("%s: iperf3 sent %.0f datagrams (%v), we expected %d and received %v", d.Direction, packets, d.SenderBytes, u.Packets, d.ReceiverBytes)
 					}
 				}
-				if !near(float64(d.Goodput.V), bps, 0.02) {
-					t.Errorf("%s: goodput %v, iperf3 -s %s says %.0f bit/s: over 2%% apart", d.Direction, d.Goodput, key, bps)
+				if !near(float64(d.Goodput.V), bps, rateTol) {
+					t.Errorf("%s: goodput %v, iperf3 -s %s says %.0f bit/s: over %.0f%% apart", d.Direction, d.Goodput, key, bps, 100*rateTol)
 				}
 			}
 		})
@@ -610,8 +610,8 @@ func TestServeIperf3BidirRoles(t *testing.T) {
 		if ours := serverBytes(rec, model.Receiver); sent == 0 || got != sent || float64(ours) != sent {
 			t.Errorf("run %d: client sent %.0f B, server received %d (%.0f as the client reports it)", i, sent, ours, got)
 		}
-		if !near(sentBPS, gotBPS, 0.02) {
-			t.Errorf("run %d: client-to-server rates %.0f and %.0f bit/s differ by over 2%%", i, sentBPS, gotBPS)
+		if !near(sentBPS, gotBPS, rateTol) {
+			t.Errorf("run %d: client-to-server rates %.0f and %.0f bit/s differ by over %.0f%%", i, sentBPS, gotBPS, 100*rateTol)
 		}
 		// Server to client: iperf3's client counts what it read by the
 		// time it sends TEST_END, and with 32 streams to serve it falls
@@ -670,8 +670,8 @@ func TestServeIperf3BlocksReverse(t *testing.T) {
 		if float64(ours) != sent || (got != sent && !lastSplit) || got > k*block || got < k*block/2 {
 			t.Errorf("run %d: server sent %d B (%.0f as reported), the client received %.0f; %d blocks are %d B", i, ours, sent, got, k, k*block)
 		}
-		if !near(sentBPS, gotBPS, 0.02) {
-			t.Errorf("run %d: rates %.0f and %.0f bit/s differ by over 2%%", i, sentBPS, gotBPS)
+		if !near(sentBPS, gotBPS, rateTol) {
+			t.Errorf("run %d: rates %.0f and %.0f bit/s differ by over %.0f%%", i, sentBPS, gotBPS, 100*rateTol)
 		}
 	}
 }

@@ -90,8 +90,8 @@ func TestServeIperf3UDP(t *testing.T) {
 		} else if float64(ours.Packets) != packets || math.Abs(float64(ourBytes)+float64(ours.Lost)*dgram-b) > dgram {
 			t.Errorf("%v: the client sent %.0f datagrams (%.0f B), the server expected %d and got %d B", args, packets, b, ours.Packets, ourBytes)
 		}
-		if !strings.Contains(strings.Join(args, " "), "-k") && !near(float64(ourRate), bps, 0.02) {
-			t.Errorf("%v: rates %v (server) and %.0f bit/s (client) differ by over 2%%", args, ourRate, bps)
+		if !strings.Contains(strings.Join(args, " "), "-k") && !near(float64(ourRate), bps, rateTol) {
+			t.Errorf("%v: rates %v (server) and %.0f bit/s (client) differ by over %.0f%%", args, ourRate, bps, 100*rateTol)
 		}
 	}
 	// The server's own output, on request, with its diagnosis.
@@ -163,7 +163,7 @@ func TestIperf3ServerUDP(t *testing.T) {
 			// 3.9 times its streams to its own handling of TEST_END, and
 			// in -R starts sending before this end's clock: its rates
 			// are not the receiver's.
-			if tc.cfg.IsUDP() && i3Version(doc) >= 10 && !near(float64(s.Goodput.V), bps, 0.02) {
+			if tc.cfg.IsUDP() && i3Version(doc) >= 10 && !near(float64(s.Goodput.V), bps, rateTol) {
 				t.Errorf("goodput %v against iperf3's %.0f bit/s", s.Goodput.V, bps)
 			}
 		})
@@ -208,7 +208,7 @@ func TestServeIperf3UDPConcurrent(t *testing.T) {
 			_, rsec, _ := endSum(docs[i], "sum_received")
 			// The server's rate of datagrams expected (received or lost)
 			// is the client's sending rate.
-			if sp != rp || rb+rl*dgram != sb || rsec == 0 || !near((rb+rl*dgram)*8/rsec, sbps, 0.02) {
+			if sp != rp || rb+rl*dgram != sb || rsec == 0 || !near((rb+rl*dgram)*8/rsec, sbps, rateTol) {
 				t.Errorf("round %d, -b %dM: the client sent %.0f datagrams (%.0f B, %.0f bit/s); the server expected %.0f, got %.0f B (%.0f lost), %.0f bit/s",
 					round, r, sp, sb, sbps, rp, rb, rl, rbps)
 			}
@@ -232,7 +232,7 @@ func TestServeIperf3UDPReceiverTime(t *testing.T) {
 		rb, rsec, rbps := endSum(doc, "sum_received")
 		_, _, lost, _ := udpSum(doc, "sum_received")
 		t.Logf("run %d: sent %.0f B in %.3f s, %.0f bit/s; the server received %.0f B in %.3f s, %.0f bit/s", i, sb, ssec, sbps, rb, rsec, rbps)
-		if lost == 0 && (rb != sb || !near(rsec, ssec, 0.02) || !near(rbps, sbps, 0.02)) {
+		if lost == 0 && (rb != sb || !near(rsec, ssec, rateTol) || !near(rbps, sbps, rateTol)) {
 			t.Errorf("run %d: the receiver's time or rate is not the sender's", i)
 		}
 	}
