@@ -60,7 +60,8 @@ test: setup vet
 	@# The engine again under the race detector (it needs cgo): its
 	@# loopback tier, whose concurrency is the engine's own; the namespace
 	@# tests ran above, and under the detector they would double CI's time.
-	CGO_ENABLED=1 $(GO) test -race -short -count=1 -timeout 10m ./internal/perf ./internal/cli ./internal/report
+	@# One package at a time, as above: timing checks hold on a quiet host.
+	CGO_ENABLED=1 $(GO) test -race -short -p 1 -count=1 -timeout 10m ./internal/perf ./internal/cli ./internal/report
 
 # Short fuzzing of the decoders (the CI test run replays their seed corpora).
 fuzz:
