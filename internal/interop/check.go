@@ -12,6 +12,14 @@ import (
 // RateTolerance is how far the two ends' rates of one flow may differ.
 const RateTolerance = 0.02
 
+// bidirRateTolerance is RateTolerance where a stock server runs --bidir
+// at full speed: its one thread sends up to ten blocks for each it reads
+// and hears the control connection between them, so its clock for a
+// flow starts and ends milliseconds from the client's. Stock's own
+// client disagreed with it by up to 2.32% in 20 runs, tcpscope's by
+// up to 2.2% (docs/INTEROP.md).
+const bidirRateTolerance = 0.03
+
 // blockReadTolerance is how far a -k -R budget may fall from stock's:
 // the client counts reads, not blocks (see Check), and a read that wakes
 // before the rest of a block has arrived takes part of one. Whether it
@@ -121,7 +129,11 @@ func Check(c Case, r Result, ref *Result) []string {
 		if !c.UDP() && !exactWay(r.Way, f.Reverse) && f.RecvSecs > 0 {
 			lost = float64(max(f.SentBytes-f.RecvBytes, 0)) * 8 / f.RecvSecs
 		}
-		if d := relDiff(f.SentRate, f.RecvRate+lost); d > RateTolerance && (!c.UDP() || f.Lost == 0) {
+		rateTol := RateTolerance
+		if hasFlag(c.Args, "--bidir") && !hasFlag(c.Args, "-b") && r.Way != StockToTcpscope {
+			rateTol = bidirRateTolerance
+		}
+		if d := relDiff(f.SentRate, f.RecvRate+lost); d > rateTol && (!c.UDP() || f.Lost == 0) {
 			fail("%s: sender's rate %.4g bit/s, receiver's %.4g (%.1f%% apart)", dir, f.SentRate, f.RecvRate, 100*d)
 		}
 		if budget > 0 && !c.UDP() && f.SentBytes != budget {

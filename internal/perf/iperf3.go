@@ -656,6 +656,11 @@ const (
 	maxReadWait   = time.Second
 )
 
+// readGrace is the wait, past the acknowledgement of a stream's last
+// byte and its window back at its largest, for a server's read loop to
+// take the bytes the window's scale hides: a turn of its loop.
+const readGrace = 2 * time.Millisecond
+
 // peerWindows follows the window a stock iperf3 server advertises on each
 // sending TCP stream (tcp_info's snd_wnd): it shrinks by what the server's
 // kernel holds unread, and reopens as its application reads.
@@ -697,7 +702,8 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 // acknowledged (the send queue empties; a stream whose acknowledgements
 // stall for stallLimit is given up). Then the server's window reopens as
 // its application reads: a stream is done when its window is back to its
-// largest. Linux receivers announce a reopening only while the window is
+// largest and readGrace has passed since its last byte was acknowledged
+// (the window's scale hides the last few bytes unread). Linux receivers announce a reopening only while the window is
 // under half its ceiling, so a window may stay short though all was read;
 // its shortfall is what was unread at its last announcement, and the
 // application reads it at the stream's rate or faster: a stream is done
@@ -751,19 +757,36 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 				pending = true
 				continue
 			}
+			if p.allAcked.IsZero() {
+				p.allAcked = now
+			}
 			wnd, ok := smp.SndWnd.Get()
-			if !ok || wnd >= w.max[i] || p.bytesPerSecond == 0 {
+			if !ok || p.bytesPerSecond == 0 {
 				p.done = true
 				continue
 			}
-			if p.allAcked.IsZero() {
-				p.allAcked = now
+			if wnd >= w.max[i] {
+				// The window moves in steps of its scale (1 KiB with a
+				// 32 MiB buffer), so back at its largest it may still
+				// hide a few bytes unread: the tail of the server's
+				// last read, which its loop takes on its next turn,
+				// microseconds later (a stock server left 53 bytes of
+				// 1.49 GB uncounted without this wait).
+				if now.Sub(p.allAcked) >= readGrace || now.Sub(p.allAcked) >= p.budget {
+					p.done = true
+					continue
+				}
+				pending = true
+				continue
 			}
 			if p.wndSince.IsZero() || wnd != p.wnd {
 				p.wnd, p.wndSince = wnd, now
 			}
 			unread := float64(w.max[i]-wnd) / p.bytesPerSecond
 			due := p.wndSince.Add(time.Duration(unread*float64(time.Second)) + 2*smp.RTT)
+			if due.Before(p.allAcked.Add(readGrace)) {
+				due = p.allAcked.Add(readGrace) // the window's scale hides bytes here too
+			}
 			if now.After(due) || now.Sub(p.allAcked) >= p.budget {
 				p.done = true
 				continue
