@@ -118,7 +118,7 @@ func Check(c Case, r Result, ref *Result) []string {
 			// never counted, on top of the buffers (drainAllowance).
 			gap := f.SentBytes - f.RecvBytes
 			bound := inFlightBound(c)
-			if f.Reverse && (r.Way == StockToTcpscope || r.Way == Reference) {
+			if f.Reverse && stockReceives(r.Way, f.Reverse) {
 				bound += drainAllowance(f.SentRate)
 			}
 			if gap < 0 || gap > bound {
@@ -278,12 +278,7 @@ func stockReceives(w Way, reverse bool) bool {
 // the case's datagrams.
 func udpInFlight(c Case) int64 {
 	streams := streamsOf(c)
-	buf := int64(208 * 1024)
-	if b, err := os.ReadFile("/proc/sys/net/core/rmem_default"); err == nil {
-		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			buf = v
-		}
-	}
+	buf := sysctlField("net/core/rmem_default", 0, 208*1024)
 	return streams * buf / max(sizeFlagOr(c.Args, "-l", 1460), 1)
 }
 
@@ -317,16 +312,17 @@ func drainAllowance(rate float64) int64 {
 // buffers autotuning may grow to (tcp_rmem and tcp_wmem maxima).
 func inFlightBound(c Case) int64 {
 	streams := streamsOf(c)
-	return streams * (sysctlMax("tcp_rmem") + sysctlMax("tcp_wmem"))
+	return streams * (sysctlField("net/ipv4/tcp_rmem", 2, 32<<20) + sysctlField("net/ipv4/tcp_wmem", 2, 32<<20))
 }
 
-// sysctlMax is the third field of net.ipv4.NAME (a maximum), or 32 MiB.
-func sysctlMax(name string) int64 {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/" + name)
-	if f := strings.Fields(string(b)); err == nil && len(f) == 3 {
-		if v, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+// sysctlField is field i of the sysctl at /proc/sys/PATH (tcp_rmem's
+// third is its maximum), or def where it cannot be read.
+func sysctlField(path string, i int, def int64) int64 {
+	b, err := os.ReadFile("/proc/sys/" + path)
+	if f := strings.Fields(string(b)); err == nil && i < len(f) {
+		if v, err := strconv.ParseInt(f[i], 10, 64); err == nil {
 			return v
 		}
 	}
-	return 32 << 20
+	return def
 }

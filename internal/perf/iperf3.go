@@ -703,8 +703,9 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 // stall for stallLimit is given up). Then the server's window reopens as
 // its application reads: a stream is done when its window is back to its
 // largest and readGrace has passed since its last byte was acknowledged
-// (the window's scale hides the last few bytes unread). Linux receivers announce a reopening only while the window is
-// under half its ceiling, so a window may stay short though all was read;
+// (the window's scale hides the last few bytes unread). Linux receivers
+// announce a reopening only while the window is under half its ceiling,
+// so a window may stay short though all was read;
 // its shortfall is what was unread at its last announcement, and the
 // application reads it at the stream's rate or faster: a stream is done
 // once that time (and two round trips) has passed since the window last
@@ -772,7 +773,7 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 				// last read, which its loop takes on its next turn,
 				// microseconds later (a stock server left 53 bytes of
 				// 1.49 GB uncounted without this wait).
-				if now.Sub(p.allAcked) >= readGrace || now.Sub(p.allAcked) >= p.budget {
+				if now.Sub(p.allAcked) >= min(readGrace, p.budget) {
 					p.done = true
 					continue
 				}
