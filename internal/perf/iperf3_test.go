@@ -440,8 +440,15 @@ func TestIperf3Agreement(t *testing.T) {
 						t.Errorf("%s: iperf3 sent %.0f datagrams (%v), we expected %d and received %v", d.Direction, packets, d.SenderBytes, u.Packets, d.ReceiverBytes)
 					}
 				}
-				if !near(float64(d.Goodput.V), bps, rateTol) {
-					t.Errorf("%s: goodput %v, iperf3 -s %s says %.0f bit/s: over %.0f%% apart", d.Direction, d.Goodput, key, bps, 100*rateTol)
+				// A stock server running --bidir at full speed times each
+				// flow between the blocks its one thread sends: its own
+				// client disagrees with it by up to 2.32% (docs/INTEROP.md).
+				tol := rateTol
+				if run.Config.Bidir && run.Config.Bitrate == 0 {
+					tol = max(tol, 0.03)
+				}
+				if !near(float64(d.Goodput.V), bps, tol) {
+					t.Errorf("%s: goodput %v, iperf3 -s %s says %.0f bit/s: over %.0f%% apart", d.Direction, d.Goodput, key, bps, 100*tol)
 				}
 			}
 		})
