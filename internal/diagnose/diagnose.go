@@ -68,6 +68,13 @@ const (
 	// below the path by its window averages less (0.42 with 0.1% loss
 	// at 100 ms under cubic).
 	deliveredShare = 0.75
+	// overrunRatio and overrunMargin: a send queue this far past its
+	// buffer (×1.5 and 64 KiB more, one write segment of the kernel's)
+	// was let past it in bursts (see overrun). The lab's 64 KiB buffer
+	// under cubic queued 190–300 kB; tuned senders stay under their
+	// buffer.
+	overrunRatio  = 1.5
+	overrunMargin = 64 * model.KiB
 	// coLimit: a second bound within this factor of the goodput binds
 	// with the first (fixing the first alone gains at most this much).
 	coLimit = 3.0

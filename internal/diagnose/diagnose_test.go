@@ -210,6 +210,8 @@ func TestLimits(t *testing.T) {
 			"loopback: the send buffer holds the reader's backlog", nil},
 		{"bottleneck.loopback-cubic", []string{"bottleneck"}, []string{"slow-reader"},
 			"loopback: 3.5 MiB unread with the sender window-limited 19% of the time", nil},
+		{"sndbuf-limited.overrun", []string{"sndbuf-limited"}, []string{"bottleneck"},
+			"64 KiB send buffer under cubic at 100 Mbit/s, 20 ms: the send queue past the buffer in bursts, the kernel's counters 100% cwnd-limited, 52 Mbit/s called the path's bottleneck", nil},
 		{"policer.cubic", []string{"policer"}, []string{"lossy-path", "loss-limited"},
 			"cubic through a 10 Mbit/s policer: 11.9% retransmitted with the round trip at its minimum", nil},
 	} {
@@ -229,6 +231,27 @@ func TestLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOverrunNeedsBuffer: a send queue past the buffer is read only
+// where the buffer's size was sampled. The same run with the size absent
+// (a recording from before it was read, or a kernel that gave none) has
+// no evidence of the buffer, and nothing reads the absent size as 0 B.
+func TestOverrunNeedsBuffer(t *testing.T) {
+	run := load(t, "sndbuf-limited.overrun")
+	if fs := Test(run, Options{}); fs[0].ID != "sndbuf-limited" || !strings.Contains(fs[0].Summary, "past the buffer") {
+		t.Fatalf("with the buffer sampled: %s: %s", fs[0].ID, fs[0].Summary)
+	}
+	for i := range run.Client.Intervals {
+		for j := range run.Client.Intervals[i].Streams {
+			run.Client.Intervals[i].Streams[j].TCP.SndBuf = model.Opt[model.Bytes]{}
+		}
+	}
+	for _, f := range Test(run, Options{}) {
+		if strings.Contains(f.Summary, "past the buffer") {
+			t.Errorf("%s from a buffer size never sampled: %s", f.ID, f.Summary)
+		}
 	}
 }
 

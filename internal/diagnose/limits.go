@@ -333,6 +333,12 @@ func sndbufBinds(v *view, run *model.Run) bool {
 	l := v.limited
 	fullInSamples := v.fullShare >= appShare && v.fullSamples >= minFullSamples
 	switch {
+	case overrunBinds(v, run):
+		// Before the path's queue is read: the bursts past the buffer
+		// queue at the bottleneck for a moment (4 ms at 52 Mbit/s of
+		// 100 Mbit/s, 20 ms, with a 64 KiB buffer) and the kernel counts
+		// the congestion window as the limit in each.
+		return true
 	case pathFull(v) && !v.local && v.limitedOK && l.Sndbuf >= limitedShare && l.Sndbuf >= l.Cwnd && fullInSamples:
 		// A full buffer's bursts queue for a moment at the bottleneck
 		// (3 ms at 28 Mbit/s of 100 Mbit/s, 20 ms with a 64 KiB
@@ -354,14 +360,44 @@ func sndbufBinds(v *view, run *model.Run) bool {
 	return v.fullShare >= appShare && v.fullSamples >= minFullSamples && run.Config.Bitrate == 0 && (v.test || v.sendQPlateau)
 }
 
+// overrunBinds: in most measured samples the send queue ran past its
+// buffer (overrun), and the buffer is smaller than the bandwidth-delay
+// product at the highest rate the kernel measured delivering (any
+// sample: a floor of the path's rate, so the test errs toward the path
+// being the limit): between
+// bursts the sender waited for its queue to drain below the buffer, so
+// the path idled. Not over loopback, whose "in flight" is the reader's
+// backlog, nor with -b, whose writer waits on its pace.
+func overrunBinds(v *view, run *model.Run) bool {
+	if v.local || run.Config.Bitrate != 0 || v.overrunSamples < minFullSamples || v.overrunShare < appShare ||
+		v.deliveryFloor <= 0 || v.minRTT <= 0 {
+		return false
+	}
+	return v.overrunBuf < tcpmath.BDP(v.deliveryFloor, v.minRTT)
+}
+
 func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 	f := model.Finding{ID: "sndbuf-limited", Layer: model.LayerHost, Severity: model.Critical, Confidence: model.High}
 	now := max(v.sndBuf/2, v.idleSendQ, 64*model.KiB)
 	w, r := targetWindow(v, o, now)
 	buf := bufferFor(w)
 	chrono := v.limitedOK && v.limited.Sndbuf >= sndbufShare && v.limited.Sndbuf >= v.limited.Cwnd
+	over := !chrono && overrunBinds(v, run)
+	if over {
+		now = max(now, v.overrunBuf/2)
+		w, r = targetWindow(v, o, now)
+		buf = bufferFor(w)
+	}
 	f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: it was full %s of the time.", pct(v.limited.Sndbuf))
-	if !chrono {
+	switch {
+	case over:
+		f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: its %s is less than the path's bandwidth-delay product (%s: up to %s delivered, %v round trip), and in %s of the samples the send queue held %s, past the buffer. "+
+			"The application waited for the queue to drain below the buffer, and each time the congestion window sent what it then wrote in one burst, so the path idled between bursts.",
+			v.overrunBuf.Binary(), tcpmath.BDP(v.deliveryFloor, v.minRTT).Decimal(), rate(v.deliveryFloor), v.minRTT.Round(time.Microsecond), pct(v.overrunShare), v.overrunSendQ.Binary())
+		if !v.test {
+			f.Confidence = model.Medium // the application is not known to have had more
+		}
+	case !chrono:
 		f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: in %s of the samples it held %s sent and unacknowledged with nothing more unsent, while the congestion window allowed %s and the receiver offered %s; %s per round trip of %v is %s.",
 			pct(v.fullShare), v.idleSendQ.Binary(), v.idleCwnd.Binary(), v.peerWindow.Binary(), v.idleFlight.Binary(), v.minRTT.Round(time.Microsecond),
 			rate(model.Bitrate(float64(max(v.streams, 1))*float64(tcpmath.WindowRate(v.idleFlight, v.minRTT)))))
@@ -372,6 +408,12 @@ func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 	f.Explanation = "A sender keeps every byte in its send buffer until it is acknowledged, so the buffer must hold a bandwidth-delay product. " +
 		"Its ceiling is net.ipv4.tcp_wmem's maximum, or a fixed SO_SNDBUF. A full buffer leaves nothing unsent while both windows have room: the application is blocked, not idle."
 	f.Evidence = []model.Evidence{goodputEvidence(v)}
+	if over {
+		f.Evidence = append(f.Evidence,
+			model.Evidence{What: "samples with the send queue past its buffer (by half again and 64 KiB)", Value: pct(v.overrunShare), Source: v.source(model.Sender)},
+			model.Evidence{What: "in them (median): send queue, send buffer", Value: fmt.Sprintf("%s, %s", v.overrunSendQ.Binary(), v.overrunBuf.Binary()), Source: v.source(model.Sender)},
+			model.Evidence{What: "highest delivery rate the kernel measured (application-limited samples included)", Value: rate(v.deliveryFloor), Source: v.source(model.Sender)})
+	}
 	if v.idleSamples > 0 {
 		f.Evidence = append(f.Evidence,
 			model.Evidence{What: "samples with the send buffer full: nothing unsent, at least 16 KiB queued, both windows with room", Value: pct(v.fullShare), Source: v.source(model.Sender)},

@@ -159,6 +159,14 @@ func TestScenarios(t *testing.T) {
 		{name: "full send buffer", path: emulator.Direction{Delay: 25 * ms},
 			a: lab.HostConfig{Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: 128 * model.KiB}}, test: model.TestConfig{Congestion: "cubic"},
 			want: "sndbuf-limited", primary: true, file: "sndbuf-limited.cubic"},
+		// A 64 KiB send buffer under cubic behind a 100 Mbit/s, 20 ms
+		// bottleneck: the sender, not paced, lets bursts past its buffer
+		// (send queue 190-300 kB), the kernel counts the congestion
+		// window as the limit, and the rate is twice what the buffer
+		// holds per round trip but half the path's.
+		{name: "send buffer overrun", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit, Queue: emulator.Queue{Bytes: 250 * model.KB}},
+			a: lab.HostConfig{Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: 64 * model.KiB}}, test: model.TestConfig{Congestion: "cubic"},
+			want: "sndbuf-limited", primary: true, file: "sndbuf-limited.overrun"},
 		// A 256 KiB receive buffer and 0.05% loss at 60 ms: the window
 		// and the loss bind together, and both are the verdict whichever
 		// showed more in a run.

@@ -95,6 +95,13 @@ type view struct {
 	// them all, as a full buffer holds it.
 	idleSendQ, idleNotsent, idleFlight, idleCwnd model.Bytes
 	sendQPlateau                                 bool
+	// overrunShare is the share of measured samples whose send queue
+	// held more than the send buffer's size by a margin no healthy writer
+	// reaches (overrun); overrunSamples is their count, overrunSendQ and
+	// overrunBuf the medians of the queue and the buffer in them.
+	overrunShare             float64
+	overrunSamples           int
+	overrunSendQ, overrunBuf model.Bytes
 	// medianRecvQ is the median of the receiver's unread bytes (SIOCINQ)
 	// over the measured intervals; recvQOK says it was sampled.
 	medianRecvQ model.Bytes
@@ -132,9 +139,15 @@ type view struct {
 	segsOut    uint32 // data segments sent in the connection's life; 0: unknown
 
 	deliveryMax model.Bitrate // the highest delivery-rate sample
-	maxPacing   model.Bitrate // the sender's SO_MAX_PACING_RATE cap, per stream; 0: none
-	duration    time.Duration
-	life        time.Duration // the span the sender's RTO counters cover: its last sample, at least duration
+	// deliveryFloor is the highest delivery-rate sample, those the kernel
+	// marked application-limited included: a rate the path certainly
+	// carries (an application-limited sample can only understate it). A
+	// buffer-bound sender's samples are all so marked, as its write
+	// queue runs empty.
+	deliveryFloor model.Bitrate
+	maxPacing     model.Bitrate // the sender's SO_MAX_PACING_RATE cap, per stream; 0: none
+	duration      time.Duration
+	life          time.Duration // the span the sender's RTO counters cover: its last sample, at least duration
 }
 
 // views builds one view per direction of the run, in summary order.
@@ -343,6 +356,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	var srtts []time.Duration
 	var wnds []model.Bytes
 	var idleQ, idleNS, idleFl, idleCw []model.Bytes
+	var overQ, overBuf []model.Bytes
 	over, measured, allMeasured := 0, 0, 0
 	retransIn := map[int]uint32{}
 	for _, iv := range snd.Intervals {
@@ -382,6 +396,10 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 					}
 				}
 			}
+			if q, b, ok := overrun(tcp); ok {
+				v.overrunSamples++
+				overQ, overBuf = append(overQ, q), append(overBuf, b)
+			}
 			allMeasured++
 			if wndOK {
 				wnds = append(wnds, wnd)
@@ -393,8 +411,11 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			if tcp.RTT > 0 {
 				srtts = append(srtts, tcp.RTT)
 			}
-			if d, ok := tcp.DeliveryRate.Get(); ok && !tcp.DeliveryRateAppLimited {
-				v.deliveryMax = max(v.deliveryMax, d)
+			if d, ok := tcp.DeliveryRate.Get(); ok {
+				v.deliveryFloor = max(v.deliveryFloor, d)
+				if !tcp.DeliveryRateAppLimited {
+					v.deliveryMax = max(v.deliveryMax, d)
+				}
 			}
 		}
 	}
@@ -414,6 +435,10 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	if allMeasured > 0 {
 		v.idleShare = float64(v.idleSamples) / float64(allMeasured)
 		v.fullShare = float64(v.fullSamples) / float64(allMeasured)
+		v.overrunShare = float64(v.overrunSamples) / float64(allMeasured)
+	}
+	if len(overQ) > 0 {
+		v.overrunSendQ, v.overrunBuf = median(overQ), median(overBuf)
 	}
 	if v.idleSamples > 0 {
 		v.idleNotsent, v.idleFlight, v.idleCwnd = median(idleNS), median(idleFl), median(idleCw)
@@ -501,4 +526,24 @@ func (v *view) rtoShare() float64 {
 		return 0
 	}
 	return float64(v.rtoTime) / float64(v.life)
+}
+
+// overrun reports a sample whose send queue held more than its send
+// buffer's size by half again and more than one 64 KiB write segment
+// (the most the kernel's sendmsg adds past a full buffer), with the
+// queue and the buffer. A writer the kernel holds at its buffer queues
+// up to the buffer's size (of truesize, so somewhat less data); past it
+// only when the sender, not paced and on a device that frees its
+// packets on transmit (veth, TUN, loopback), pushes out part of the
+// write queue's last segment while the application refills it: each
+// time the queue falls below the buffer, the congestion window's room
+// goes out in a burst. Linux's autotuning sizes the buffer at twice
+// the congestion window and more, so a healthy sender never shows it.
+func overrun(s *model.Sample) (queue, buf model.Bytes, ok bool) {
+	q, qok := s.SendQ.Get()
+	b, bok := s.SndBuf.Get()
+	if !qok || !bok || b <= 0 {
+		return 0, 0, false
+	}
+	return q, b, float64(q) >= overrunRatio*float64(b) && q >= b+overrunMargin
 }

@@ -104,6 +104,11 @@ type Sample struct {
 	// Send-Q). Not part of tcp_info: absent when not read.
 	RecvQ Opt[Bytes] `json:"recv_q,omitzero"`
 	SendQ Opt[Bytes] `json:"send_q,omitzero"`
+	// SndBuf is the send buffer's size now (SO_SNDBUF as the kernel holds
+	// it, autotuning included; like SendQ not part of tcp_info). A send
+	// queue above it is a writer the buffer held: see diagnose's
+	// sndbufBinds.
+	SndBuf Opt[Bytes] `json:"sndbuf,omitzero"`
 
 	// Congestion is the congestion-control algorithm, when known.
 	Congestion string `json:"congestion,omitempty"`

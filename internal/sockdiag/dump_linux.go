@@ -27,6 +27,11 @@ const (
 	attrInfo    = 2
 	attrCong    = 4
 	attrBBRInfo = 16
+	// attrMemInfo is INET_DIAG_SKMEMINFO: the socket's memory counters,
+	// u32 each, indexed as the kernel's SK_MEMINFO_* (the send buffer's
+	// size at memSndbuf).
+	attrMemInfo = 7
+	memSndbuf   = 3
 	// reqBytecode is INET_DIAG_REQ_BYTECODE, the request's filter.
 	reqBytecode = 1
 )
@@ -166,7 +171,8 @@ const (
 	extInfo  = 1 << (attrInfo - 1)
 	extVegas = 1 << (3 - 1) // INET_DIAG_VEGASINFO, which also brings BBR's model
 	extCong  = 1 << (attrCong - 1)
-	extFull  = extInfo | extVegas | extCong
+	extMem   = 1 << (attrMemInfo - 1)
+	extFull  = extInfo | extVegas | extCong | extMem
 )
 
 // Dump lists the TCP sockets, IPv4 and IPv6, that match f. Each Socket's
@@ -549,9 +555,9 @@ type msg struct {
 	cookie        uint64
 	rq, wq        uint32
 	uid, inode    uint32
-	// info, cong and bbr are the attributes' payloads, in the receive
-	// buffer: nil when the kernel sent none.
-	info, cong, bbr []byte
+	// info, cong, bbr and mem are the attributes' payloads, in the
+	// receive buffer: nil when the kernel sent none.
+	info, cong, bbr, mem []byte
 }
 
 // parseMsg reads one reply's fixed part and finds its attributes.
@@ -583,6 +589,8 @@ func parseMsg(b []byte) (msg, error) {
 			m.cong = a[4:n]
 		case attrBBRInfo:
 			m.bbr = a[4:n]
+		case attrMemInfo:
+			m.mem = a[4:n]
 		}
 		a = a[min(nlAlign(n), len(a)):]
 	}
@@ -627,6 +635,9 @@ func (l *link) decode(b []byte, s *model.Socket) error {
 	// For a listener the queues mean the accept backlog; for the rest
 	// they are ss's Recv-Q and Send-Q.
 	s.TCP.RecvQ, s.TCP.SendQ = model.Some(model.Bytes(m.rq)), model.Some(model.Bytes(m.wq))
+	if len(m.mem) >= 4*(memSndbuf+1) {
+		s.TCP.SndBuf = model.Some(model.Bytes(binary.NativeEndian.Uint32(m.mem[4*memSndbuf:])))
+	}
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
 func TestParse(t *testing.T) {
@@ -137,6 +139,13 @@ func TestDumpLoopback(t *testing.T) {
 	}
 	if b, ok := s.TCP.BytesAcked.Get(); !ok || b < 100_000 {
 		t.Errorf("bytes acked %v, want the 100 kB written", s.TCP.BytesAcked)
+	}
+	// The send buffer's size, from the memory counters, is what
+	// SO_SNDBUF says of the same socket.
+	if want, _, err := tcpinfo.Buffers(client.(*net.TCPConn)); err != nil {
+		t.Fatal(err)
+	} else if got, ok := s.TCP.SndBuf.Get(); !ok || got != want {
+		t.Errorf("send buffer %v, want SO_SNDBUF's %v", s.TCP.SndBuf, want)
 	}
 	if s.PID != os.Getpid() || s.Process == "" {
 		t.Errorf("owner pid %d %q, want this process %d", s.PID, s.Process, os.Getpid())

@@ -147,8 +147,9 @@ func testEveryLength(t *testing.T, b []byte) {
 	if seen != len(optEnds) {
 		t.Errorf("optEnds names %d fields, model.Sample has %d of them", len(optEnds), seen)
 	}
-	// RecvQ and SendQ come from ioctls, not from tcp_info.
-	notTCPInfo := map[string]bool{"RecvQ": true, "SendQ": true}
+	// RecvQ and SendQ come from ioctls, SndBuf from SO_SNDBUF, not from
+	// tcp_info.
+	notTCPInfo := map[string]bool{"RecvQ": true, "SendQ": true, "SndBuf": true}
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if f.Type.Kind() == reflect.Struct && f.Type.PkgPath() == typ.PkgPath() && f.Type.NumField() == 2 {

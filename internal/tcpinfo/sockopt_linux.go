@@ -33,6 +33,8 @@ type rawRead struct {
 	ccInfoLen int
 	inq, outq int // SIOCINQ and SIOCOUTQ (TIOCINQ and TIOCOUTQ)
 	queuesOK  bool
+	sndbuf    int // SO_SNDBUF
+	sndbufOK  bool
 	err       error
 }
 
@@ -42,8 +44,8 @@ type rawRead struct {
 // *tls.Conn with its NetConn method first. The Sample's At is left zero for
 // the caller to stamp.
 //
-// Read is cheap enough to call every few milliseconds per stream: two or
-// three getsockopt calls under one lock, and besides the result only the
+// Read is cheap enough to call every few milliseconds per stream: three or
+// four getsockopt calls and two ioctls under one lock, and besides the result only the
 // small allocations RawConn needs (about 0.7 KiB and 4 allocations with BBR,
 // 3.5 µs, on the 6.18 test VM; see BenchmarkRead).
 func Read(c syscall.Conn) (model.Sample, error) {
@@ -65,6 +67,9 @@ func Read(c syscall.Conn) (model.Sample, error) {
 	s.Congestion = ccName(r.cc[:r.ccLen])
 	if r.queuesOK {
 		s.RecvQ, s.SendQ = model.Some(model.Bytes(r.inq)), model.Some(model.Bytes(r.outq))
+	}
+	if r.sndbufOK {
+		s.SndBuf = model.Some(model.Bytes(r.sndbuf))
 	}
 	// Zero bytes of TCP_CC_INFO means the algorithm changed between the two
 	// calls to one without get_info: no BBR model, and no error either.
@@ -93,6 +98,10 @@ func (r *rawRead) read(fd uintptr) {
 	outq, err2 := unix.IoctlGetInt(int(fd), unix.TIOCOUTQ)
 	if err1 == nil && err2 == nil {
 		r.inq, r.outq, r.queuesOK = inq, outq, true
+	}
+	// The send buffer's size now, which autotuning grows: optional too.
+	if sb, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil {
+		r.sndbuf, r.sndbufOK = sb, true
 	}
 	// The kernel copies the whole name field: cut at the first NUL.
 	if i := bytes.IndexByte(r.cc[:r.ccLen], 0); i >= 0 {

@@ -367,6 +367,10 @@ func TestQueues(t *testing.T) {
 			t.Fatal(err)
 		}
 		if s.RecvQ.V == n && c.SendQ.OK && c.SendQ.V == 0 {
+			// The send buffer's size comes with them, as SO_SNDBUF reads.
+			if want, _, err := Buffers(client); err != nil || !c.SndBuf.OK || c.SndBuf.V != want {
+				t.Fatalf("client send buffer %v, want SO_SNDBUF's %v (%v)", c.SndBuf, want, err)
+			}
 			return
 		}
 		if time.Now().After(deadline) {

@@ -328,6 +328,7 @@ func (e *encoder) sample(s *model.Sample) {
 	optInt(e, `,"received_ce":`, s.ReceivedCE)
 	optInt(e, `,"recv_q":`, s.RecvQ)
 	optInt(e, `,"send_q":`, s.SendQ)
+	optInt(e, `,"sndbuf":`, s.SndBuf)
 	if s.Congestion != "" {
 		e.raw(`,"congestion":`)
 		e.string(s.Congestion)
