@@ -124,6 +124,12 @@ const (
 	policerLoss       = 0.01
 	policerOverMathis = 1.5
 	plateauSpread     = 1.15
+	// quietAfter: a policer's loss that stopped is followed by at least
+	// this many measured intervals in a row without a retransmission,
+	// the congestion window regrowing after slow start outran the
+	// policer. Loss in bursts on the path (the lab's Gilbert-Elliott
+	// channel: about 20 bursts a second) leaves no loss-free second.
+	quietAfter = 2
 	// sustained: loss in at least this share of the measured intervals
 	// is sustained, as a path that loses (random loss, a policer dropping
 	// whenever the sender exceeds its rate) makes it; slow start's one

@@ -210,6 +210,8 @@ func TestLimits(t *testing.T) {
 			"loopback: the send buffer holds the reader's backlog", nil},
 		{"bottleneck.loopback-cubic", []string{"bottleneck"}, []string{"slow-reader"},
 			"loopback: 3.5 MiB unread with the sender window-limited 19% of the time", nil},
+		{"policer.outrun", []string{"policer"}, []string{"bottleneck", "lossy-path"},
+			"cubic through a 50 Mbit/s policer at 40 ms: slow start lost 5–12%, the window then regrew without loss at the minimum round trip, and the verdict was a 45 Mbit/s bottleneck", nil},
 		{"sndbuf-limited.overrun", []string{"sndbuf-limited"}, []string{"bottleneck"},
 			"64 KiB send buffer under cubic at 100 Mbit/s, 20 ms: the send queue past the buffer in bursts, the kernel's counters 100% cwnd-limited, 52 Mbit/s called the path's bottleneck", nil},
 		{"policer.cubic", []string{"policer"}, []string{"lossy-path", "loss-limited"},

@@ -544,9 +544,20 @@ func pacingLimited(v *view, run *model.Run) model.Finding {
 // reduction for many packets), and its rate sits flat at the policed
 // rate. BBR on a policer detects it and paces at the rate; its trace is
 // random loss's, so the rule is for loss-based senders.
+//
+// On a long path slow start outruns a policer so far (a fifth of a
+// second's packets lost, cubic at 40 ms through 50 Mbit/s) that the
+// measured seconds are the window's regrowth, not a flat rate: then the
+// sign is a loss that stopped, with the round trip at its minimum in
+// every sample, slow start's included. Through a queue slow start fills
+// the queue before it loses, and the round trip shows it.
 func policer(v *view, o Options) (model.Finding, bool) {
-	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || v.cc == "bbr" || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) ||
-		v.rateSpread == 0 || v.rateSpread > plateauSpread || v.retransSpread < sustained {
+	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || v.cc == "bbr" || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) {
+		return model.Finding{}, false
+	}
+	flat := v.rateSpread > 0 && v.rateSpread <= plateauSpread && v.retransSpread >= sustained
+	outrun := v.quietTail >= quietAfter && v.retransSpread < sustained && v.peakRTT > 0 && v.peakRTT-v.minRTT < queueMin(v)
+	if !flat && !outrun {
 		return model.Finding{}, false
 	}
 	bound := mathisBound(v, o)
@@ -556,6 +567,11 @@ func policer(v *view, o Options) (model.Finding, bool) {
 	f := model.Finding{ID: "policer", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
 	f.Summary = fmt.Sprintf("A policer holds this transfer at about %s: %.3g%% of the bytes sent were dropped and sent again while the round trip stayed at its minimum (%v, %v smoothed) and the rate sat flat; random loss that heavy would allow only %s.",
 		rate(v.goodput), 100*v.loss, v.minRTT.Round(100*time.Microsecond), v.srtt.Round(100*time.Microsecond), rate(bound))
+	if !flat {
+		f.Summary = fmt.Sprintf("A policer holds this transfer below the rate slow start reached: %.3g%% of the bytes sent were dropped and sent again with the round trip at its minimum in every sample (%v, at most %v smoothed), so no queue built up before the drops; "+
+			"then the %s window regrew without a loss for the last %d intervals and the transfer averaged %s. Random loss that heavy would allow only %s.",
+			100*v.loss, v.minRTT.Round(100*time.Microsecond), v.peakRTT.Round(100*time.Microsecond), v.cc, v.quietTail, rate(v.goodput), rate(bound))
+	}
 	f.Explanation = "A policer is a rate limit that drops what exceeds its rate (a token bucket) instead of queueing it, as a shaper or a congested link does. " +
 		"A sender above the rate loses bursts of packets with no queue building first, so the round trip does not rise before the losses, and the rate sits at the policed rate while the loss stays high. " +
 		"Flach et al. (\"An Internet-Wide Analysis of Traffic Policing\", SIGCOMM 2016) found policing behind a large share of poor transfers: the retransmissions waste capacity and cost a loss-based sender more than a queue would."
@@ -565,6 +581,8 @@ func policer(v *view, o Options) (model.Finding, bool) {
 		lossEvidence(v),
 		rttEvidence(v),
 		{What: "largest over smallest goodput of the measured intervals", Value: fmt.Sprintf("%.2f", v.rateSpread), Source: v.source(model.Receiver)},
+		{What: "highest smoothed round trip in any sample, slow start included", Value: v.peakRTT.Round(100 * time.Microsecond).String(), Source: v.source(model.Sender)},
+		{What: "share of the measured intervals with retransmissions; the last without, in a row", Value: fmt.Sprintf("%s; %d", pct(v.retransSpread), v.quietTail), Source: v.source(model.Sender)},
 		{What: fmt.Sprintf("Mathis bound for that loss, C = %.2f", o.c()), Value: rate(bound)},
 		{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)},
 	}

@@ -143,6 +143,11 @@ func TestScenarios(t *testing.T) {
 		// its minimum.
 		{name: "policer", path: emulator.Direction{Delay: 10 * ms, Police: &emulator.Policer{Rate: 10 * mbit, Burst: model.MB}},
 			test: model.TestConfig{Congestion: "cubic"}, want: "policer", primary: true},
+		// A policer slow start outruns: cubic at 40 ms loses a tenth of
+		// a second's packets at 50 Mbit/s, and the measured seconds are
+		// its window regrowing without loss, not a flat rate.
+		{name: "policer outrun", path: emulator.Direction{Delay: 20 * ms, Police: &emulator.Policer{Rate: 50 * mbit, Burst: 2 * model.MB}},
+			test: model.TestConfig{Congestion: "cubic"}, want: "policer", primary: true, file: "policer.outrun"},
 		// Hosts with jumbo frames behind a 1500-byte hop that drops
 		// silently: nothing arrives and the server's report never comes;
 		// what was delivered is what the sender saw acknowledged.

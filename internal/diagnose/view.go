@@ -130,6 +130,14 @@ type view struct {
 	// retransmissions in one measured interval (≥ 3 intervals); random
 	// loss, a Poisson process, keeps every interval near the median.
 	retransLow, retransMedian uint32
+	// quietTail is how many of the last measured intervals in a row had
+	// no retransmissions (≥ 3 intervals measured).
+	quietTail int
+	// peakRTT is the highest smoothed round trip in any of the sender's
+	// samples, slow start's omitted interval included; 0 when none was
+	// read. A queue on the path shows in it: a loss-based sender fills
+	// a queue before it loses a packet there.
+	peakRTT time.Duration
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them
@@ -370,6 +378,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			}
 			v.samples++
 			v.life = max(v.life, iv.End)
+			v.peakRTT = max(v.peakRTT, si.TCP.RTT)
 			if w, ok := si.TCP.SndWnd.Get(); ok && w < closedWindow(si.TCP.SndMSS) {
 				v.zeroWindows++
 			}
@@ -430,6 +439,10 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 		v.retransLow, v.retransMedian = sorted[0], sorted[len(sorted)/2]
 		if with > 0 {
 			v.retransSpread = float64(with) / float64(len(retransIn))
+		}
+		idx := slices.Sorted(maps.Keys(retransIn))
+		for i := len(idx) - 1; i >= 0 && retransIn[idx[i]] == 0; i-- {
+			v.quietTail++
 		}
 	}
 	if allMeasured > 0 {
