@@ -13,7 +13,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	"github.com/tcpscope/tcpscope/internal/model"
-	_ "modernc.org/sqlite" // registers "sqlite"
+	"modernc.org/sqlite" // registers "sqlite"
 )
 
 // Errors callers tell apart.
@@ -89,17 +89,51 @@ func Open(ctx context.Context, dsn string) (*Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open archive %s: %w", a.location, err)
 	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open archive %s: %w", a.location, err)
-	}
-	if err := migrate(ctx, db, a.d); err != nil {
+	if err := prepare(ctx, db, a.d); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open archive %s: %w", a.location, err)
 	}
 	a.db = db
 	return a, nil
 }
+
+// busyWait bounds how long Open retries a SQLite archive that another
+// connection holds, as the busy timeout bounds a statement's wait.
+const busyWait = 10 * time.Second
+
+// prepare connects and brings the schema up to date. SQLite answers
+// some lock conflicts with SQLITE_BUSY at once instead of calling its
+// busy handler (a connection opening the write-ahead log while another
+// resets it; a reader whose snapshot a writer overtook), so a first
+// connection can fail while other processes write (1 in 120 opens
+// beside five writers on a loaded machine): those are retried, with a
+// short pause, for up to busyWait.
+func prepare(ctx context.Context, db *sql.DB, d dialect) error {
+	deadline := time.Now().Add(busyWait)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil {
+			err = migrate(ctx, db, d)
+		}
+		if err == nil || d.postgres || !busy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// busy reports SQLite's SQLITE_BUSY, in any of its extended forms.
+func busy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of a lock conflict.
+const sqliteBusy = 5
 
 // redact drops the password from a PostgreSQL URL for messages.
 func redact(dsn string) string {
