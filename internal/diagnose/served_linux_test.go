@@ -79,6 +79,9 @@ func TestServedIperf3(t *testing.T) {
 		{"rate limited", "sender-app-limited.served-iperf3-b", []string{"-t", "3", "-b", "200M"}, []string{"sender-app-limited"}},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
+			// The two at once: the verdicts read what each end's kernel
+			// saw, not a rate, and the -b client leaves the CPU to the other.
+			t.Parallel()
 			rec := serveIperf3(t, tc.args...)
 			run := diagnose.ServedRun(rec.Config, rec.Report)
 			if *record {

@@ -116,6 +116,7 @@ func TestIperf3Server(t *testing.T) {
 		{"bidir", model.TestConfig{Duration: time.Second, Bidir: true}, []string{"sum_received", "sum_sent_bidir_reverse"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			inShort(t, map[string]bool{"bidir": true}, tc.name)
 			addr, wait := iperf3Server(t)
 			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
 			if err != nil {
@@ -245,7 +246,11 @@ func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan pe
 // the second).
 func TestServeIperf3Clients(t *testing.T) {
 	client, records := iperf3Clients(t, false)
-	for _, args := range [][]string{{"-t", "1"}, {"-t", "1", "-R"}, {"-t", "1", "-P", "2"}, {"-t", "1", "--bidir"}, {"-n", "50M"}} {
+	modes := [][]string{{"-t", "1"}, {"-t", "1", "-R"}, {"-t", "1", "-P", "2"}, {"-t", "1", "--bidir"}, {"-n", "50M"}}
+	if testing.Short() {
+		modes = [][]string{{"-t", "1", "-R"}, {"-t", "1", "--bidir"}} // the full tier runs them all
+	}
+	for _, args := range modes {
 		doc, err := client(args...)
 		if err != nil {
 			t.Errorf("iperf3 %v: %v", args, err)
@@ -371,6 +376,7 @@ func TestIperf3Agreement(t *testing.T) {
 		{"udp-bytes", udp(model.TestConfig{Bytes: 3000 * 1400, Bitrate: 50 * model.MbitPerSecond})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			inShort(t, map[string]bool{"bidir": true, "bytes-parallel": true, "udp-reverse": true}, tc.name)
 			addr, wait := iperf3Server(t)
 			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
 			if err != nil {
@@ -601,6 +607,7 @@ func serverBytes(rec perf.TestRecord, role model.Role) (b model.Bytes) {
 // cookies were read, and now and then both ends of a connection waited
 // to read: 0 bytes each way, reported as complete.
 func TestServeIperf3BidirRoles(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	client, records := iperf3Clients(t, false)
 	// With 16 streams each way, about one run in four went wrong before:
 	// 15 runs catch it all but surely, -short's 4 two times in three.
@@ -654,6 +661,7 @@ func TestServeIperf3BidirRoles(t *testing.T) {
 // of the rate made k reads take k × 25 kB at 20 Mbit/s, a fifth of k
 // blocks.
 func TestServeIperf3BlocksReverse(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	client, records := iperf3Clients(t, false)
 	const k, block = 20, 128 << 10
 	for i := range 3 {
@@ -779,6 +787,7 @@ func TestIperf3TimedTestCountsEveryByte(t *testing.T) {
 		{"small writes", model.TestConfig{Duration: 2 * time.Second, Length: 64 * model.KiB}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			inShort(t, map[string]bool{"three streams": true}, tc.name)
 			addr, wait := iperf3Server(t)
 			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
 			if err != nil {
@@ -846,6 +855,7 @@ func TestIperf3ReceiverEndsCountTest(t *testing.T) {
 // time then runs to its last read, so its rate is of the time the bytes
 // really took.
 func TestServeIperf3CountsBytesInFlightAtTestEnd(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	client, records := iperf3Clients(t, false)
 	for i := range 3 {
 		doc, err := client("-t", "1", "--fq-rate", "100M", "-w", "1M")
@@ -866,6 +876,18 @@ func TestServeIperf3CountsBytesInFlightAtTestEnd(t *testing.T) {
 		if gotSecs < sentSecs {
 			t.Errorf("run %d: the receiver's time %.3f s ends before the sender's %.3f s", i, gotSecs, sentSecs)
 		}
+	}
+}
+
+// inShort skips a mode of a table under -short unless the table keeps
+// it there: the loopback tier runs a few modes that together take both
+// directions, several streams and UDP, and the full tier, where
+// internal/interop also runs every mode against stock iperf3, runs them
+// all.
+func inShort(t *testing.T, keep map[string]bool, mode string) {
+	t.Helper()
+	if testing.Short() && !keep[mode] {
+		t.Skip("-short runs a few of this table's modes; the full tier runs them all")
 	}
 }
 

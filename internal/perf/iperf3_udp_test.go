@@ -33,15 +33,20 @@ func near(a, b, frac float64) bool { return math.Abs(a-b) <= frac*math.Max(math.
 // counts those the server says it sent (-R); bytes within a datagram or
 // two of each other, rates within 2%.
 func TestServeIperf3UDP(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	client, records := iperf3Clients(t, false)
 	const dgram = 1400
-	for _, args := range [][]string{
+	modes := [][]string{
 		{"-u", "-b", "20M", "-t", "2", "-l", "1400"},
 		{"-u", "-b", "20M", "-t", "2", "-l", "1400", "-R"},
 		{"-u", "-b", "10M", "-t", "2", "-l", "1400", "--udp-counters-64bit", "-P", "2"},
 		{"-u", "-b", "10M", "-k", "500", "-l", "1400"},
 		{"-u", "-b", "10M", "-t", "2", "-l", "1400", "--bidir"},
-	} {
+	}
+	if testing.Short() {
+		modes = [][]string{modes[1], modes[3], modes[4]} // the full tier runs them all
+	}
+	for _, args := range modes {
 		doc, err := client(args...)
 		if err != nil {
 			t.Errorf("iperf3 %v: %v", args, err)
@@ -119,6 +124,7 @@ func TestServeIperf3UDP(t *testing.T) {
 // tcpscope's client against a stock iperf3 server, UDP both ways and a
 // byte count: each completes and the counts agree with iperf3's.
 func TestIperf3ServerUDP(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	for _, tc := range []struct {
 		name string
 		cfg  model.TestConfig
@@ -130,6 +136,7 @@ func TestIperf3ServerUDP(t *testing.T) {
 		{"bytes", model.TestConfig{Bytes: 20 * model.MiB}, "sum_received"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			inShort(t, map[string]bool{"udp-reverse": true, "bytes": true}, tc.name)
 			addr, wait := iperf3Server(t)
 			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
 			if err != nil {
@@ -182,6 +189,7 @@ func TestIperf3ServerUDP(t *testing.T) {
 // clients (the 20M client was told 40M). Now one test per address opens
 // its UDP streams at a time.
 func TestServeIperf3UDPConcurrent(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	client, records := iperf3Clients(t, false)
 	const dgram = 1400
 	for round := range rounds(6, 2) {
@@ -226,6 +234,7 @@ func TestServeIperf3UDPConcurrent(t *testing.T) {
 // receiver timed from the first datagram to the last overstated the rate
 // (iperf3 -u -t 3 at 1 Mbit/s: 0.00-2.75 s, 1.14 Mbit/s).
 func TestServeIperf3UDPReceiverTime(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	client, records := iperf3Clients(t, false)
 	for i := range 2 {
 		doc, err := client("-u", "-b", "1M", "-t", "2")

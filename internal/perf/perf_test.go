@@ -647,6 +647,7 @@ func TestDurationAtLimit(t *testing.T) {
 // Native UDP tests on loopback: each mode completes, and the receiver
 // expects exactly the datagrams the sender sent.
 func TestUDPLoopback(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	addr, _ := startServer(t, Limits{})
 	for _, cfg := range []model.TestConfig{
 		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond},
@@ -703,6 +704,7 @@ func TestUDPConfig(t *testing.T) {
 // directions. Timed from the first datagram to the last, it was a
 // datagram's worth (here a tenth) higher.
 func TestUDPReceiverTime(t *testing.T) {
+	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	addr, _ := startServer(t, Limits{})
 	for _, reverse := range []bool{false, true} {
 		run, err := (&Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{
