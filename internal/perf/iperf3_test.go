@@ -536,7 +536,14 @@ func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
 			fail("expected TEST_END, got %v %v", state[0], err)
 			return
 		}
+		// A reader that has taken every byte waits in Read for more that
+		// never come (the client waits for results): wake it. It hung the
+		// test to the client's 30 s timeout 1 run in about 10 once the
+		// client gave the reader 2 ms past the last acknowledgement.
 		close(stop)
+		for _, c := range streams {
+			c.SetReadDeadline(time.Now())
+		}
 		wg.Wait()
 		var total model.Bytes
 		for i, c := range streams {
