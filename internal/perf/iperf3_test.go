@@ -693,8 +693,12 @@ func TestServeIperf3BlocksReverse(t *testing.T) {
 		if float64(ours) != sent || (got != sent && !lastSplit) || got > k*block || got < k*block/2 {
 			t.Errorf("run %d: server sent %d B (%.0f as reported), the client received %.0f; %d blocks are %d B", i, ours, sent, got, k, k*block)
 		}
-		if !near(sentBPS, gotBPS, rateTol) {
-			t.Errorf("run %d: rates %.0f and %.0f bit/s differ by over %.0f%%", i, sentBPS, gotBPS, 100*rateTol)
+		// The rates agree once the split block is allowed for: each is
+		// its end's bytes over its end's time, and the times agree (CI: a
+		// split last block left the client 2.5% short in bytes and so in
+		// rate, at the same time).
+		if got > 0 && !near(sentBPS*got/sent, gotBPS, rateTol) {
+			t.Errorf("run %d: rates %.0f and %.0f bit/s (%.0f for the bytes the client counted) differ by over %.0f%%", i, sentBPS, gotBPS, sentBPS*got/sent, 100*rateTol)
 		}
 	}
 }
