@@ -89,7 +89,13 @@ type end struct {
 	// stopTime is when stop was called (nil before): for iperf3, when the
 	// client's TEST_END arrived. stop may come before run sets t0, so
 	// it keeps the time itself; see stoppedAt.
-	stopTime  atomic.Pointer[time.Time]
+	stopTime atomic.Pointer[time.Time]
+	// toldEnd is when this end told its peer the test was over (an
+	// iperf3 client's TEST_END; nil before, and on a server). A client
+	// that sends waits for the server to read before it tells it, and a
+	// server that sends too (--bidir) sends until then: its bytes of
+	// that wait arrive after stop, and their time counts with them.
+	toldEnd   atomic.Pointer[time.Time]
 	intervals []model.Interval
 
 	// Per-stream state at the omit boundary and peaks, owned by the
@@ -153,6 +159,22 @@ func (e *end) stoppedAt() time.Duration {
 		return max(t.Sub(e.t0), 0)
 	}
 	return e.since()
+}
+
+// tellEnd records that this end has just told its peer the test is over.
+func (e *end) tellEnd() {
+	now := time.Now()
+	e.toldEnd.Store(&now)
+}
+
+// endedAt is when the test ended for the peer's senders, on this end's
+// clock: when this end told the peer so (tellEnd), or when it stopped.
+func (e *end) endedAt() time.Duration {
+	d := e.stoppedAt()
+	if t := e.toldEnd.Load(); t != nil {
+		d = max(d, t.Sub(e.t0))
+	}
+	return d
 }
 
 // isStopped reports whether stop was called.
@@ -593,8 +615,10 @@ func (e *end) receive(s *stream) error {
 		// last of them was read: the time they really took.
 		s.finished = max(e.stoppedAt(), last)
 	case e.peerCloses && e.isStopped():
-		// As iperf3's receiver counts it: until TEST_END arrived.
-		s.finished = e.stoppedAt()
+		// As iperf3's receiver counts it: until TEST_END arrived (a
+		// server) or was sent (a client, which may have waited for the
+		// server to read while the server's senders went on).
+		s.finished = e.endedAt()
 	}
 	err := e.finalSample(s)
 	if e.peerCloses {

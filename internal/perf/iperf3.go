@@ -320,6 +320,10 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	if err := k.expect(i3TestRunning, handshakeTimeout); err != nil {
 		return nil, i3Wrap(err, addr)
 	}
+	// The server's clock started when it sent TEST_RUNNING, and its
+	// senders with it: this end's runs from its arrival, not from when
+	// the streams below are set going, a millisecond or two later.
+	running := time.Now()
 	if !stopWatch() {
 		return nil, &Error{Code: CodeAborted, Msg: "interrupted before the test started", Err: ctx.Err()}
 	}
@@ -339,6 +343,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		}
 	})
 	e.peerCloses = true
+	e.t0 = running
 
 	// The client ends an iperf3 test with TEST_END: when its time is up,
 	// its senders have sent their count, its receivers have read theirs
@@ -377,6 +382,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	var endOnce sync.Once
 	endTest := func() {
 		endOnce.Do(func() {
+			e.tellEnd()
 			_, _ = cc.Write([]byte{i3TestEnd})
 			grace.Reset(finishGrace)
 		})
@@ -419,7 +425,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
-		w := newPeerWindows(senders)
+		w := newPeerWindows(senders, cfg.Bidir)
 		tick := time.NewTicker(windowPoll)
 	wait:
 		for {
@@ -446,7 +452,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	timer := time.AfterFunc(time.Hour, stopTest)
 	timer.Stop()
 	if cfg.Duration > 0 {
-		timer = time.AfterFunc(cfg.Omit+cfg.Duration, stopTest)
+		timer = time.AfterFunc(time.Until(running.Add(cfg.Omit+cfg.Duration)), stopTest)
 	}
 	interrupt := context.AfterFunc(ctx, func() { interrupted.Store(true); stopTest() })
 	runErr := e.run(context.Background())
@@ -667,10 +673,18 @@ const readGrace = 2 * time.Millisecond
 type peerWindows struct {
 	streams []*stream
 	max     []model.Bytes
+	// bounded: the whole wait, the acknowledgements' too, is bounded by
+	// readWaitShare. A server that also sends (--bidir) reads slowly once
+	// this end stops sending, its one thread writing up to ten blocks
+	// for each it reads, and its time for what it receives runs on until
+	// TEST_END: waiting for every acknowledgement set its clock up to 3%
+	// past this end's (10 runs at loopback speed), and it still had not
+	// read all.
+	bounded bool
 }
 
-func newPeerWindows(senders []*stream) *peerWindows {
-	w := &peerWindows{}
+func newPeerWindows(senders []*stream, bounded bool) *peerWindows {
+	w := &peerWindows{bounded: bounded}
 	for _, s := range senders {
 		if s.conn != nil {
 			w.streams = append(w.streams, s)
@@ -712,7 +726,8 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 // moved, and at most readWaitShare of its writing time after its last
 // byte was acknowledged. (A server that sends too, --bidir, reads far
 // slower once this end stops sending: its loop writes up to ten blocks
-// for each one it reads. There the bound decides.) Without snd_wnd
+// for each one it reads. There the bound decides, from the start of the
+// wait: see peerWindows.bounded.) Without snd_wnd
 // (kernels before 5.4), the acknowledgement is all there is to wait for.
 func (w *peerWindows) awaitRead(ctx context.Context) {
 	type progress struct {
@@ -725,6 +740,7 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 		bytesPerSecond float64
 		budget         time.Duration
 	}
+	begin := time.Now()
 	ps := make([]progress, len(w.streams))
 	for i, s := range w.streams {
 		// The stream's writing, done by now.
@@ -749,6 +765,10 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 			}
 			w.note(i, &smp)
 			if q > 0 {
+				if w.bounded && now.Sub(begin) >= p.budget {
+					p.done = true
+					continue
+				}
 				if a := smp.BytesAcked.V; p.ackedSince.IsZero() || a != p.acked {
 					p.acked, p.ackedSince = a, now
 				} else if now.Sub(p.ackedSince) >= stallLimit {

@@ -312,9 +312,9 @@ func (e *end) receiveUDP(s *stream) error {
 			// its last datagram, when that came later.
 			derr := drainQueued(f.conn, buf, func(b []byte) { take(b, e.since()) })
 			if e.readOn {
-				s.finished = max(s.finished, e.stoppedAt())
+				s.finished = max(s.finished, e.endedAt())
 			} else {
-				s.finished = e.stoppedAt()
+				s.finished = e.endedAt()
 			}
 			return derr
 		}
