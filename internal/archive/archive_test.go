@@ -162,28 +162,7 @@ func TestConcurrentWriters(t *testing.T) {
 	backends(t, func(t *testing.T, dsn string) {
 		ctx := context.Background()
 		const writers, each = 4, 10
-		var wg sync.WaitGroup
-		errs := make(chan error, writers*each)
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				a, err := Open(ctx, dsn) // each its own connection pool, as separate processes would
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer a.Close()
-				for i := range each {
-					if _, err := a.Save(ctx, Entry{Run: run(time.Now(), float64(w*100+i), "bottleneck"), Origin: model.ServerSide}); err != nil {
-						errs <- err
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		for _, err := range writeAtOnce(ctx, dsn, writers, each, 0) {
 			t.Error(err)
 		}
 		a := open(t, dsn)
@@ -227,6 +206,37 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// writeAtOnce has writers, each with its own archive (its own connection
+// pool, as separate processes would have), save each runs at once, the
+// w-th opening w×stagger after the first; it returns what failed.
+func writeAtOnce(ctx context.Context, dsn string, writers, each int, stagger time.Duration) []error {
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*(each+1))
+	for w := range writers {
+		wg.Go(func() {
+			time.Sleep(time.Duration(w) * stagger)
+			a, err := Open(ctx, dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer a.Close()
+			for i := range each {
+				if _, err := a.Save(ctx, Entry{Run: run(time.Now(), float64(w*100+i), "bottleneck"), Origin: model.ServerSide}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	var out []error
+	for err := range errs {
+		out = append(out, err)
+	}
+	return out
+}
+
 // Opening a SQLite archive beside writers (a server saving runs while
 // `archive list` or a second server opens it): SQLite answers some lock
 // conflicts at a connection's start with SQLITE_BUSY at once, without
@@ -238,30 +248,9 @@ func TestOpenBesideWriters(t *testing.T) {
 	const rounds, writers, each = 20, 6, 3
 	for round := range rounds {
 		dsn := filepath.Join(t.TempDir(), "a.db")
-		var wg sync.WaitGroup
-		errs := make(chan error, writers*(each+1))
-		for w := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(time.Duration(w) * time.Millisecond) // opens while the first ones write
-				a, err := Open(ctx, dsn)
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer a.Close()
-				for i := range each {
-					if _, err := a.Save(ctx, Entry{Run: run(time.Now(), float64(w*100+i), "bottleneck"), Origin: model.ServerSide}); err != nil {
-						errs <- err
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatalf("round %d: %v", round, err)
+		// Each opens a millisecond after the last, while the first ones write.
+		if errs := writeAtOnce(ctx, dsn, writers, each, time.Millisecond); len(errs) > 0 {
+			t.Fatalf("round %d: %v", round, errs[0])
 		}
 		got, err := open(t, dsn).List(ctx, Query{Origin: model.ServerSide})
 		if err != nil || len(got) != writers*each {

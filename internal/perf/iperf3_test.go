@@ -458,6 +458,118 @@ func TestIperf3Agreement(t *testing.T) {
 	}
 }
 
+// standIn is the server's side of one iperf3 TCP test, for stand-in
+// servers that behave as a stock one does under load: the control
+// connection, the client's parameters and the streams, in the order the
+// client opened them.
+type standIn struct {
+	ctl    net.Conn
+	params struct {
+		Parallel int  `json:"parallel"`
+		Bidir    bool `json:"bidirectional"`
+	}
+	streams []*net.TCPConn
+}
+
+// acceptStandIn takes a test's start on ln as an iperf3 server does: the
+// cookie, the parameters, the streams (two sets with --bidir), and
+// TEST_START and TEST_RUNNING. It reports a failure to fail and returns nil.
+func acceptStandIn(ln net.Listener, fail func(string, ...any)) *standIn {
+	ctl, err := ln.Accept()
+	if err != nil {
+		return nil
+	}
+	s := &standIn{ctl: ctl}
+	cookie := make([]byte, 37)
+	io.ReadFull(ctl, cookie)
+	ctl.Write([]byte{9}) // PARAM_EXCHANGE
+	json.Unmarshal(s.readMsg(), &s.params)
+	ctl.Write([]byte{10}) // CREATE_STREAMS
+	n := s.params.Parallel
+	if s.params.Bidir {
+		n *= 2
+	}
+	for range n {
+		c, err := ln.Accept()
+		if err != nil {
+			fail("accept: %v", err)
+			s.close()
+			return nil
+		}
+		io.ReadFull(c, cookie)
+		s.streams = append(s.streams, c.(*net.TCPConn))
+	}
+	ctl.Write([]byte{1, 2}) // TEST_START, TEST_RUNNING
+	return s
+}
+
+// readMsg reads one length-prefixed message from the client.
+func (s *standIn) readMsg() []byte {
+	var n [4]byte
+	if _, err := io.ReadFull(s.ctl, n[:]); err != nil {
+		return nil
+	}
+	b := make([]byte, binary.BigEndian.Uint32(n[:]))
+	io.ReadFull(s.ctl, b)
+	return b
+}
+
+// awaitTestEnd waits for the client's TEST_END.
+func (s *standIn) awaitTestEnd(fail func(string, ...any)) bool {
+	var state [1]byte
+	if _, err := io.ReadFull(s.ctl, state[:]); err != nil || state[0] != 4 {
+		fail("expected TEST_END, got %v %v", state[0], err)
+		return false
+	}
+	return true
+}
+
+// finish exchanges results, the server's streams' bytes by iperf3 id
+// (1, 3, 4, …) over secs, and waits for the client's IPERF_DONE.
+func (s *standIn) finish(bytes []int64, secs float64) {
+	s.ctl.Write([]byte{13}) // EXCHANGE_RESULTS
+	s.readMsg()
+	var streams []string
+	for i, b := range bytes {
+		id := 1
+		if i > 0 {
+			id = i + 2
+		}
+		streams = append(streams, fmt.Sprintf(`{"id":%d,"bytes":%d,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":%f}`, id, b, secs))
+	}
+	res := `{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[` + strings.Join(streams, ",") + `]}`
+	s.ctl.Write(binary.BigEndian.AppendUint32(nil, uint32(len(res))))
+	s.ctl.Write([]byte(res))
+	s.ctl.Write([]byte{14}) // DISPLAY_RESULTS
+	var state [1]byte
+	io.ReadFull(s.ctl, state[:])
+}
+
+// readSlowly reads c a 64 KiB read every 2 ms, as an iperf3 server busy
+// elsewhere does, adding to *read, until stop closes or the read fails.
+func readSlowly(c net.Conn, stop <-chan struct{}, read *int64) {
+	buf := make([]byte, 64<<10)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		n, err := c.Read(buf)
+		*read += int64(n)
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *standIn) close() {
+	s.ctl.Close()
+	for _, c := range s.streams {
+		c.Close()
+	}
+}
+
 // slowIperf3 is an iperf3 server for one TCP test whose application
 // reads its streams slowly, as a busy iperf3 does, and stops reading at
 // TEST_END as iperf3 does. It sends on the channel what had reached its
@@ -474,63 +586,18 @@ func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
 	go func() {
 		defer close(done)
 		fail := func(format string, args ...any) { t.Errorf("slow iperf3: "+format, args...) }
-		ctl, err := ln.Accept()
-		if err != nil {
+		si := acceptStandIn(ln, fail)
+		if si == nil {
 			return
 		}
-		defer ctl.Close()
-		readMsg := func() []byte {
-			var n [4]byte
-			if _, err := io.ReadFull(ctl, n[:]); err != nil {
-				return nil
-			}
-			b := make([]byte, binary.BigEndian.Uint32(n[:]))
-			io.ReadFull(ctl, b)
-			return b
-		}
-		cookie := make([]byte, 37)
-		io.ReadFull(ctl, cookie)
-		ctl.Write([]byte{9}) // PARAM_EXCHANGE
-		var p struct {
-			Parallel int `json:"parallel"`
-		}
-		json.Unmarshal(readMsg(), &p)
-		ctl.Write([]byte{10}) // CREATE_STREAMS
-		var streams []*net.TCPConn
-		for range p.Parallel {
-			c, err := ln.Accept()
-			if err != nil {
-				fail("accept: %v", err)
-				return
-			}
-			defer c.Close()
-			io.ReadFull(c, cookie)
-			streams = append(streams, c.(*net.TCPConn))
-		}
-		ctl.Write([]byte{1, 2}) // TEST_START, TEST_RUNNING
+		defer si.close()
 		stop := make(chan struct{})
-		read := make([]int64, len(streams))
+		read := make([]int64, len(si.streams))
 		var wg sync.WaitGroup
-		for i, c := range streams {
-			wg.Go(func() {
-				buf := make([]byte, 64<<10)
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(2 * time.Millisecond):
-					}
-					n, err := c.Read(buf)
-					read[i] += int64(n)
-					if err != nil {
-						return
-					}
-				}
-			})
+		for i, c := range si.streams {
+			wg.Go(func() { readSlowly(c, stop, &read[i]) })
 		}
-		var state [1]byte
-		if _, err := io.ReadFull(ctl, state[:]); err != nil || state[0] != 4 {
-			fail("expected TEST_END, got %v %v", state[0], err)
+		if !si.awaitTestEnd(fail) {
 			return
 		}
 		// A reader that has taken every byte waits in Read for more that
@@ -538,12 +605,12 @@ func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
 		// test to the client's 30 s timeout 1 run in about 10 once the
 		// client gave the reader 2 ms past the last acknowledgement.
 		close(stop)
-		for _, c := range streams {
+		for _, c := range si.streams {
 			c.SetReadDeadline(time.Now())
 		}
 		wg.Wait()
 		var total model.Bytes
-		for i, c := range streams {
+		for i, c := range si.streams {
 			smp, err := tcpinfo.Read(c)
 			if err != nil || !smp.RecvQ.OK {
 				fail("read the receive queue: %v", err)
@@ -552,13 +619,7 @@ func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
 			total += model.Bytes(read[i]) + smp.RecvQ.V
 		}
 		arrived <- total
-		ctl.Write([]byte{13}) // EXCHANGE_RESULTS
-		readMsg()
-		res := fmt.Sprintf(`{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":%[1]d,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1}]}`, read[0])
-		ctl.Write(binary.BigEndian.AppendUint32(nil, uint32(len(res))))
-		ctl.Write([]byte(res))
-		ctl.Write([]byte{14}) // DISPLAY_RESULTS
-		io.ReadFull(ctl, state[:])
+		si.finish(read[:1], 1)
 	}()
 	return ln.Addr().String(), arrived
 }
@@ -926,95 +987,42 @@ func bidirIperf3(t *testing.T) (string, <-chan time.Duration) {
 	go func() {
 		defer close(done)
 		fail := func(format string, args ...any) { t.Errorf("bidir iperf3: "+format, args...) }
-		ctl, err := ln.Accept()
-		if err != nil {
+		si := acceptStandIn(ln, fail)
+		if si == nil {
 			return
 		}
-		defer ctl.Close()
-		readMsg := func() []byte {
-			var n [4]byte
-			if _, err := io.ReadFull(ctl, n[:]); err != nil {
-				return nil
-			}
-			b := make([]byte, binary.BigEndian.Uint32(n[:]))
-			io.ReadFull(ctl, b)
-			return b
-		}
-		cookie := make([]byte, 37)
-		io.ReadFull(ctl, cookie)
-		ctl.Write([]byte{9}) // PARAM_EXCHANGE
-		var p struct {
-			Parallel int  `json:"parallel"`
-			Bidir    bool `json:"bidirectional"`
-		}
-		json.Unmarshal(readMsg(), &p)
-		if p.Parallel != 1 || !p.Bidir {
-			fail("want one stream each way, got %+v", p)
-			return
-		}
-		ctl.Write([]byte{10})       // CREATE_STREAMS
-		var streams [2]*net.TCPConn // the client's sender, then its receiver
-		for i := range streams {
-			c, err := ln.Accept()
-			if err != nil {
-				fail("accept: %v", err)
-				return
-			}
-			defer c.Close()
-			io.ReadFull(c, cookie)
-			streams[i] = c.(*net.TCPConn)
-		}
-		ctl.Write([]byte{1, 2}) // TEST_START, TEST_RUNNING
+		defer si.close()
 		start := time.Now()
+		if si.params.Parallel != 1 || !si.params.Bidir {
+			fail("want one stream each way, got %+v", si.params)
+			return
+		}
+		in, out := si.streams[0], si.streams[1] // the client's sender, then its receiver
 		stop := make(chan struct{})
 		var read, sent int64
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			buf := make([]byte, 64<<10)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(2 * time.Millisecond):
-				}
-				n, err := streams[0].Read(buf)
-				read += int64(n)
-				if err != nil {
-					return
-				}
-			}
-		})
+		wg.Go(func() { readSlowly(in, stop, &read) })
 		wg.Go(func() {
 			buf := make([]byte, 128<<10)
 			for {
-				n, err := streams[1].Write(buf)
+				n, err := out.Write(buf)
 				sent += int64(n)
 				if err != nil {
 					return
 				}
 			}
 		})
-		var state [1]byte
-		if _, err := io.ReadFull(ctl, state[:]); err != nil || state[0] != 4 {
-			fail("expected TEST_END, got %v %v", state[0], err)
+		if !si.awaitTestEnd(fail) {
 			return
 		}
 		secs := time.Since(start)
 		close(stop)
-		streams[0].SetReadDeadline(time.Now())
-		streams[1].SetWriteDeadline(time.Now())
+		in.SetReadDeadline(time.Now())
+		out.SetWriteDeadline(time.Now())
 		wg.Wait()
-		streams[1].CloseWrite() // the client's receiver reads to here
+		out.CloseWrite() // the client's receiver reads to here
 		sending <- secs
-		ctl.Write([]byte{13}) // EXCHANGE_RESULTS
-		readMsg()
-		res := fmt.Sprintf(`{"cpu_util_total":1,"cpu_util_user":0,"cpu_util_system":1,"sender_has_retransmits":-1,"streams":[`+
-			`{"id":1,"bytes":%[1]d,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":%[3]f},`+
-			`{"id":3,"bytes":%[2]d,"retransmits":-1,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":%[3]f}]}`, read, sent, secs.Seconds())
-		ctl.Write(binary.BigEndian.AppendUint32(nil, uint32(len(res))))
-		ctl.Write([]byte(res))
-		ctl.Write([]byte{14}) // DISPLAY_RESULTS
-		io.ReadFull(ctl, state[:])
+		si.finish([]int64{read, sent}, secs.Seconds())
 	}()
 	return ln.Addr().String(), sending
 }
