@@ -53,7 +53,6 @@ func (c Case) UDP() bool { return hasFlag(c.Args, "-u") }
 func Cases() []Case {
 	t := []string{"-t", "1"}
 	with := func(a ...string) []string { return append(append([]string{}, t...), a...) }
-	noZ := map[Way]string{TcpscopeToStock: "tcpscope's client has no -Z yet (zero-copy sending)"}
 	return []Case{
 		{Name: "tcp", Args: with()},
 		{Name: "tcp -P 3", Args: with("-P", "3")},
@@ -75,7 +74,8 @@ func Cases() []Case {
 		{Name: "tcp -M 1200", Args: with("-M", "1200")},
 		{Name: "tcp -N", Args: with("-N")},
 		{Name: "tcp -O 1", Args: []string{"-t", "2", "-O", "1"}},
-		{Name: "tcp -Z", Args: with("-Z"), NotServed: noZ},
+		{Name: "tcp -Z", Args: with("-Z")},
+		{Name: "tcp -Z -R", Args: with("-Z", "-R")},
 		{Name: "tcp -4", Args: with("-4")},
 		{Name: "tcp -6", Args: with("-6"), IPv6: true},
 		{Name: "tcp, 4 clients at once", Args: with(), Clients: 4, Rates: []string{"100M", "200M", "300M", "400M"}},

@@ -58,9 +58,12 @@ type TestConfig struct {
 	Congestion string        `json:"congestion,omitempty"`
 	MSS        int           `json:"mss,omitempty"`
 	NoDelay    bool          `json:"no_delay,omitempty"`
-	Interval   time.Duration `json:"interval_ns"`
-	Omit       time.Duration `json:"omit_ns,omitempty"`
-	FQRate     Bitrate       `json:"fq_rate,omitempty"` // per-stream SO_MAX_PACING_RATE
+	// ZeroCopy makes TCP senders hand the kernel their block with
+	// sendfile(2) instead of copying it with write(2) (iperf3's -Z).
+	ZeroCopy bool          `json:"zerocopy,omitempty"`
+	Interval time.Duration `json:"interval_ns"`
+	Omit     time.Duration `json:"omit_ns,omitempty"`
+	FQRate   Bitrate       `json:"fq_rate,omitempty"` // per-stream SO_MAX_PACING_RATE
 	// Bitrate makes each sending stream's application write at most this
 	// fast (iperf3's -b for TCP): an application-limited sender.
 	Bitrate Bitrate `json:"bitrate,omitempty"`

@@ -386,6 +386,15 @@ func (e *end) send(s *stream) error {
 		// Writes of about 10 ms of the rate keep the pace smooth.
 		buf = buf[:min(len(buf), max(int(pace.BytesPerSecond()/100), 1500))]
 	}
+	write := s.conn.Write
+	if e.cfg.ZeroCopy {
+		zc, err := newZeroCopy(e.payload)
+		if err != nil {
+			return fmt.Errorf("zero-copy sending: %w", err)
+		}
+		defer zc.Close()
+		write = func(b []byte) (int, error) { return zc.send(s.conn, len(b)) }
+	}
 	var written int64
 	var werr error
 write:
@@ -416,7 +425,7 @@ write:
 				}
 			}
 		}
-		n, err := s.conn.Write(chunk)
+		n, err := write(chunk)
 		s.moved.Add(int64(n))
 		written += int64(n)
 		if err != nil {

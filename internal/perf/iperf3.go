@@ -69,6 +69,7 @@ type i3Params struct {
 	NoDelay       *bool  `json:"nodelay,omitempty"`
 	Counters64    *int   `json:"udp_counters_64bit,omitempty"`
 	ServerOutput  *int   `json:"get_server_output,omitempty"`
+	ZeroCopy      *int   `json:"zerocopy,omitempty"`
 	PacingTimer   int    `json:"pacing_timer"`
 	ClientVersion string `json:"client_version"`
 }
@@ -274,6 +275,10 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 	}
 	if cfg.NoDelay {
 		p.NoDelay = &yes
+	}
+	if cfg.ZeroCopy {
+		// A server that sends (-R, --bidir) sends so too.
+		p.ZeroCopy = &one
 	}
 	if err := k.sendJSON(p); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send parameters", Err: err}

@@ -401,6 +401,7 @@ type i3ParamsIn struct {
 	Reverse       json.RawMessage `json:"reverse"`
 	Bidirectional json.RawMessage `json:"bidirectional"`
 	NoDelay       json.RawMessage `json:"nodelay"`
+	ZeroCopy      json.RawMessage `json:"zerocopy"`
 	Counters64    json.RawMessage `json:"udp_counters_64bit"`
 	ServerOutput  json.RawMessage `json:"get_server_output"`
 	ClientVersion string          `json:"client_version"`
@@ -420,13 +421,13 @@ func (p *i3ParamsIn) config() (model.TestConfig, error) {
 		Bytes: model.Bytes(p.Num), Parallel: max(p.Parallel, 1), Length: model.Bytes(p.Len),
 		Window: model.Bytes(p.Window), MSS: p.MSS, Bitrate: model.Bitrate(p.Bandwidth), FQRate: model.Bitrate(p.FQRate),
 		Congestion: p.Congestion, Reverse: p.Reverse != nil, Bidir: p.Bidirectional != nil, NoDelay: p.NoDelay != nil,
-		Counters64: p.Counters64 != nil,
+		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil,
 	}
 	if p.UDP != nil {
 		// iperf3 sends the UDP rate always (-b 0 omits it: unlimited),
 		// and its TCP options only when set.
 		cfg.Protocol = model.UDP
-		cfg.Congestion, cfg.MSS, cfg.NoDelay = "", 0, false
+		cfg.Congestion, cfg.MSS, cfg.NoDelay, cfg.ZeroCopy = "", 0, false, false
 	}
 	if p.BlockCount > 0 {
 		// -k: a count of writes of -l bytes each, per direction.

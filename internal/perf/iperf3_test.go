@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1069,4 +1070,91 @@ func TestIperf3BidirReceiverTime(t *testing.T) {
 		return
 	}
 	t.Fatalf("no server→client summary in %+v", run.Summary)
+}
+
+// readChars is this process's rchar from /proc/self/io: bytes it took in
+// through read(2) and the like, and through sendfile(2), which counts
+// what it sends as read from the file (write(2) does not).
+func readChars(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no rchar in /proc/self/io:\n%s", b)
+	return 0
+}
+
+// -Z sends with sendfile(2), as iperf3's -Z does, to a stock server, and
+// every byte arrives: sendfile counts what it sends in the process's
+// rchar, write(2) does not, so the count tells the two apart.
+func TestIperf3ZeroCopy(t *testing.T) {
+	const n = 64 * model.MiB
+	for _, zc := range []bool{false, true} {
+		addr, wait := iperf3Server(t)
+		before := readChars(t)
+		run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, model.TestConfig{Bytes: n, ZeroCopy: zc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := readChars(t) - before
+		doc := wait()
+		got, _, _ := endSum(doc, "sum_received")
+		t.Logf("-Z %v: %v sent, the server received %.0f B; the process's rchar grew by %d B", zc, run.Summary[0].SenderBytes, got, read)
+		if run.Summary[0].SenderBytes.V != n || got != float64(n) {
+			t.Errorf("-Z %v: %v sent, the server received %.0f B, want %d", zc, run.Summary[0].SenderBytes, got, n)
+		}
+		if sendfile := read >= int64(n); sendfile != zc {
+			t.Errorf("-Z %v: the process read %d B while sending %d: sendfile used = %v", zc, read, n, sendfile)
+		}
+	}
+}
+
+// A stock client's -R -Z has tcpscope's server send with sendfile(2), as
+// iperf3's own server does (see TestIperf3ZeroCopy for the count). The
+// client is reaped only after the count is read: a reaped child's rchar
+// joins its parent's.
+func TestServeIperf3ZeroCopy(t *testing.T) {
+	requireIperf3(t)
+	port, records := tcpscopeServer(t, false)
+	for _, zc := range []bool{false, true} {
+		args := []string{"-c", "127.0.0.1", "-p", port, "-J", "-R", "-n", "64M"}
+		if zc {
+			args = append(args, "-Z")
+		}
+		var out bytes.Buffer
+		cmd := exec.Command(iperf3Bin(), args...)
+		cmd.Stdout = &out
+		before := readChars(t)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		rec := <-records
+		read := readChars(t) - before
+		if err := cmd.Wait(); err != nil || rec.Err != nil {
+			t.Fatalf("-Z %v: %v; server record %v; output %.300s", zc, err, rec.Err, out.String())
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatalf("-Z %v: iperf3 -J output: %v", zc, err)
+		}
+		got, _, _ := endSum(doc, "sum_received")
+		sent := serverBytes(rec, model.Sender)
+		t.Logf("-Z %v: the server sent %v, the client received %.0f B; the process's rchar grew by %d B", zc, sent, got, read)
+		if sent != 64*model.MiB || got != float64(sent) {
+			t.Errorf("-Z %v: the server sent %v, the client received %.0f B", zc, sent, got)
+		}
+		if sendfile := read >= int64(sent); sendfile != zc {
+			t.Errorf("-Z %v: the process read %d B while sending %v: sendfile used = %v", zc, read, sent, sendfile)
+		}
+	}
 }

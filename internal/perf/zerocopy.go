@@ -1,0 +1,44 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// zeroCopy sends a sender's block with sendfile(2) from a memory file that
+// holds it, as iperf3's -Z does: the kernel takes the file's pages into
+// the socket, and the application copies nothing per write. Each stream
+// has its own, as sendfile moves the file's offset.
+type zeroCopy struct {
+	f *os.File
+}
+
+func newZeroCopy(block []byte) (*zeroCopy, error) {
+	fd, err := unix.MemfdCreate("tcpscope-block", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "tcpscope-block")
+	if _, err := f.Write(block); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fill the block's file: %w", err)
+	}
+	return &zeroCopy{f: f}, nil
+}
+
+// send sends the block's first n bytes on c. The net package turns a
+// copy from a file into sendfile(2), with c's write deadline.
+func (z *zeroCopy) send(c *net.TCPConn, n int) (int, error) {
+	if _, err := z.f.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("rewind the block's file: %w", err)
+	}
+	m, err := c.ReadFrom(&io.LimitedReader{R: z.f, N: int64(n)})
+	return int(m), err
+}
+
+// Close releases the file.
+func (z *zeroCopy) Close() error { return z.f.Close() }
