@@ -5,8 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
 // zeroCopy sends a sender's block with sendfile(2) from a memory file that
@@ -18,11 +16,10 @@ type zeroCopy struct {
 }
 
 func newZeroCopy(block []byte) (*zeroCopy, error) {
-	fd, err := unix.MemfdCreate("tcpscope-block", unix.MFD_CLOEXEC)
+	f, err := blockFile()
 	if err != nil {
-		return nil, fmt.Errorf("memfd_create: %w", err)
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "tcpscope-block")
 	if _, err := f.Write(block); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("fill the block's file: %w", err)
