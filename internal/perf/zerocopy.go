@@ -12,7 +12,8 @@ import (
 // the socket, and the application copies nothing per write. Each stream
 // has its own, as sendfile moves the file's offset.
 type zeroCopy struct {
-	f *os.File
+	f  *os.File
+	lr io.LimitedReader // reused: one allocation per stream, not per write
 }
 
 func newZeroCopy(block []byte) (*zeroCopy, error) {
@@ -24,7 +25,9 @@ func newZeroCopy(block []byte) (*zeroCopy, error) {
 		f.Close()
 		return nil, fmt.Errorf("fill the block's file: %w", err)
 	}
-	return &zeroCopy{f: f}, nil
+	z := &zeroCopy{f: f}
+	z.lr.R = f
+	return z, nil
 }
 
 // send sends the block's first n bytes on c. The net package turns a
@@ -33,7 +36,8 @@ func (z *zeroCopy) send(c *net.TCPConn, n int) (int, error) {
 	if _, err := z.f.Seek(0, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("rewind the block's file: %w", err)
 	}
-	m, err := c.ReadFrom(&io.LimitedReader{R: z.f, N: int64(n)})
+	z.lr.N = int64(n)
+	m, err := c.ReadFrom(&z.lr)
 	return int(m), err
 }
 
