@@ -73,10 +73,16 @@ Exits 1 when a check fails.`,
 				if err := labCheck(); err != nil {
 					return err
 				}
-				if err := lab.Clean(cmd.Context()); err != nil {
+				c, err := lab.Clean(cmd.Context())
+				if c.Namespaces > 0 || c.Processes > 0 {
+					fmt.Fprintf(stdout, "lab: removed %d namespaces left by killed lab runs and ended %d processes still running in them\n", c.Namespaces, c.Processes)
+				}
+				if err != nil {
 					return fmt.Errorf("lab clean: %w", err)
 				}
-				fmt.Fprintln(stdout, "lab: no leftovers")
+				if c.Namespaces == 0 {
+					fmt.Fprintln(stdout, "lab: no leftovers")
+				}
 				return nil
 			},
 		},

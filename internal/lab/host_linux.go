@@ -16,12 +16,17 @@ import (
 )
 
 // Command returns a command that runs name inside the host's namespace
-// (through `ip netns exec`). The caller starts and waits for it; a process
-// still running when the pair closes keeps the namespace alive until it
-// exits.
+// (through `ip netns exec`, which also shows it the namespace's /sys). The
+// caller starts and waits for it. Closing the pair ends it if it is still
+// running, and it gets SIGHUP if this process dies first (a shell then
+// hangs up its jobs, as on a closed terminal; what survives that, Clean
+// ends). The signal comes when the thread that started it ends, which Go
+// does only to a thread left locked by an ending goroutine: start it from
+// anywhere but inside Do.
 func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	ip, err := toolPath("ip")
 	cmd := exec.CommandContext(ctx, ip, append([]string{"netns", "exec", h.Name, name}, args...)...)
+	cmd.SysProcAttr = &unix.SysProcAttr{Pdeathsig: unix.SIGHUP}
 	if err != nil {
 		cmd.Err = err
 	}

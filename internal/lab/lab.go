@@ -565,6 +565,12 @@ func nsNames(pid int, seq uint32) (a, b, r string) {
 	return base + "a", base + "b", base + "r"
 }
 
+// Cleaned is what Clean removed.
+type Cleaned struct {
+	Namespaces int // lab namespaces whose creating process was gone
+	Processes  int // processes that were still running in them
+}
+
 // creatorPID extracts the creating pid from a lab namespace name; ok is
 // false for names the lab did not make.
 func creatorPID(name string) (pid int, ok bool) {

@@ -644,42 +644,96 @@ func (p *Pair) Close() error {
 		}
 	}
 	for i := len(p.created) - 1; i >= 0; i-- {
-		killIn(ctx, p.created[i])
-		if err := delNetns(ctx, p.created[i]); err != nil {
+		if _, err := removeNetns(ctx, p.created[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// killIn ends the processes still running in a namespace: what a `lab
-// shell` user or a script left in the background (an iperf3 -D, say) would
-// otherwise live on, cut off, in a namespace nobody can name. SIGTERM
-// first, SIGKILL for what is left after a second.
-func killIn(ctx context.Context, name string) {
-	pids := func() []int {
-		out, err := run(ctx, "", "ip", "netns", "pids", name)
-		if err != nil {
-			return nil
-		}
-		var ps []int
-		for _, f := range strings.Fields(out) {
-			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
-				ps = append(ps, pid)
-			}
-		}
-		return ps
+// removeNetns deletes a lab namespace and ends the processes in it: what a
+// `lab shell` user or a script left in the background (an iperf3 -D, say)
+// would otherwise live on, cut off, in a namespace nobody can name. The
+// name goes first: a process can enter a namespace only through its name
+// or an open descriptor of it, so once the name is gone every process that
+// will ever run in it is either inside already or holds a descriptor (an
+// `ip netns exec` between opening the name and entering, which a search by
+// name done first would miss). Both are ended: SIGTERM, then SIGKILL for
+// what is left after a second. It reports how many processes it ended.
+func removeNetns(ctx context.Context, name string) (int, error) {
+	ino, known := netnsInode(name)
+	err := delNetns(ctx, name)
+	if !known {
+		return 0, err
 	}
-	left := pids()
-	for _, pid := range left {
+	return endNetnsUsers(ino), err
+}
+
+// netnsInode is the inode number that names a namespace in /proc (the
+// N of "net:[N]").
+func netnsInode(name string) (uint64, bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(netnsFile(name), &st); err != nil {
+		return 0, false
+	}
+	return st.Ino, true
+}
+
+// endNetnsUsers ends every other process in the namespace of inode ino or
+// holding a descriptor of it, and reports how many there were.
+func endNetnsUsers(ino uint64) int {
+	first := netnsUsers(ino)
+	for _, pid := range first {
 		_ = unix.Kill(pid, unix.SIGTERM)
 	}
-	for deadline := time.Now().Add(time.Second); len(left) > 0 && time.Now().Before(deadline); left = pids() {
-		time.Sleep(50 * time.Millisecond)
+	left := first
+	for deadline := time.Now().Add(time.Second); len(left) > 0 && time.Now().Before(deadline); left = netnsUsers(ino) {
+		time.Sleep(20 * time.Millisecond)
 	}
 	for _, pid := range left {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}
+	return len(first)
+}
+
+// netnsUsers lists the processes, this one aside, whose network namespace
+// is the one of inode ino, or which hold a descriptor of it.
+func netnsUsers(ino uint64) []int {
+	want := fmt.Sprintf("net:[%d]", ino)
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if usesNetns(pid, want) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// usesNetns reports whether process pid is in the namespace whose /proc
+// link reads want, or holds a descriptor of it.
+func usesNetns(pid int, want string) bool {
+	dir := fmt.Sprintf("/proc/%d", pid)
+	if l, err := os.Readlink(dir + "/ns/net"); err == nil && l == want {
+		return true
+	}
+	fds, err := os.ReadDir(dir + "/fd")
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(dir + "/fd/" + fd.Name()); err == nil && l == want {
+			return true
+		}
+	}
+	return false
 }
 
 // delNetns deletes a named namespace; one already gone counts as deleted,
@@ -695,16 +749,19 @@ func delNetns(ctx context.Context, name string) error {
 }
 
 // Clean removes the namespaces that lab processes no longer alive left
-// behind: a test binary killed by SIGKILL or by the test timeout never runs
-// its cleanups. Namespaces of live processes, this one included, are left
-// alone, so concurrent test binaries may each call Clean.
-func Clean(ctx context.Context) error {
+// behind, and ends the processes still running in them: a test binary
+// killed by SIGKILL or by the test timeout never runs its cleanups, and a
+// `lab shell` killed so leaves its shell's background jobs. Namespaces of
+// live processes, this one included, are left alone, so concurrent test
+// binaries may each call Clean.
+func Clean(ctx context.Context) (Cleaned, error) {
+	var c Cleaned
 	if err := Check(); err != nil {
-		return err
+		return c, err
 	}
 	out, err := run(ctx, "", "ip", "netns", "list")
 	if err != nil {
-		return err
+		return c, err
 	}
 	var errs []error
 	for _, name := range parseNetnsList(out) {
@@ -712,11 +769,15 @@ func Clean(ctx context.Context) error {
 		if !ok || alive(pid) {
 			continue
 		}
-		if err := delNetns(ctx, name); err != nil {
+		n, err := removeNetns(ctx, name)
+		c.Processes += n
+		if err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		c.Namespaces++
 	}
-	return errors.Join(errs...)
+	return c, errors.Join(errs...)
 }
 
 // alive reports whether a process with this pid exists. A reused pid makes

@@ -808,8 +808,34 @@ func TestClean(t *testing.T) {
 		}
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", n).Run() })
 	}
-	if err := lab.Clean(t.Context()); err != nil {
+	// A process left in the dead one's namespace is ended with it.
+	left := exec.Command("ip", "netns", "exec", deadName, "sleep", "300")
+	if err := left.Start(); err != nil {
 		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- left.Wait() }()
+	defer left.Process.Kill()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", left.Process.Pid)); l != "" && l != selfNetns(t) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ip netns exec did not enter the namespace")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c, err := lab.Clean(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Error("the process in the dead one's namespace outlived Clean")
+	}
+	if c.Processes < 1 || c.Namespaces < 1 {
+		t.Errorf("Clean reported %+v, want at least the namespace and its process", c)
 	}
 	if left := netnsListed(t, deadName, liveName); len(left) != 1 || left[0] != liveName {
 		t.Errorf("after Clean: %v listed, want only %s", left, liveName)
@@ -832,6 +858,15 @@ func TestChildProcess(t *testing.T) {
 		t.Fatal("failing on purpose after building a pair")
 	case "wait":
 		time.Sleep(20 * time.Second) // the parent signals long before
+	case "shell":
+		// As a lab shell with a job in the background: the shell is
+		// this process's child, the job is not.
+		sh := p.A.Command(context.Background(), "sh", "-c", "sleep 300 & echo JOB $$ $!; wait")
+		sh.Stdout = os.Stdout
+		if err := sh.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Second) // the parent kills this process long before
 	}
 }
 
@@ -897,7 +932,7 @@ func TestTeardown(t *testing.T) {
 				if left := netnsListed(t, names...); len(left) != 3 {
 					t.Fatalf("after SIGKILL %v listed, want all of %v left behind", left, names)
 				}
-				if err := lab.Clean(ctx); err != nil {
+				if _, err := lab.Clean(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -905,6 +940,92 @@ func TestTeardown(t *testing.T) {
 				t.Errorf("%v still listed after the child ended:\n%s%s", left, transcript.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// A lab shell's owner killed by SIGKILL (no cleanup runs) takes its
+// shell with it, and Clean ends the job the shell left in the background
+// rather than leave it running in a namespace nobody can name. Before,
+// both lived on and Clean reported no leftovers.
+func TestKilledShellLeavesNothing(t *testing.T) {
+	labtest.Require(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChildProcess$", "-test.v", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), childEnv+"=shell")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var shell, job int
+	var transcript strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for (names == nil || job == 0) && sc.Scan() {
+		transcript.WriteString(sc.Text() + "\n")
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 4 && f[0] == "PAIR":
+			names = f[1:]
+		case len(f) == 3 && f[0] == "JOB":
+			shell, _ = strconv.Atoi(f[1])
+			job, _ = strconv.Atoi(f[2])
+		}
+	}
+	if names == nil || shell == 0 || job == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child reported no pair or job:\n%s", transcript.String())
+	}
+	// The job is ended by pid whatever happens below.
+	defer syscall.Kill(job, syscall.SIGKILL)
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, stdout)
+	cmd.Wait()
+	if !gone(shell, 5*time.Second) {
+		syscall.Kill(shell, syscall.SIGKILL)
+		t.Errorf("the shell (pid %d) outlived the process that started it", shell)
+	}
+	if gone(job, 0) {
+		t.Fatalf("the background job (pid %d) died with its shell: nothing left for Clean to do", job)
+	}
+	c, err := lab.Clean(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gone(job, 5*time.Second) {
+		t.Errorf("the background job (pid %d) still runs after Clean", job)
+	}
+	if c.Processes < 1 || c.Namespaces < 3 {
+		t.Errorf("Clean reported %+v, want the 3 namespaces and at least the job", c)
+	}
+	if left := netnsListed(t, names...); len(left) != 0 {
+		t.Errorf("%v still listed after Clean", left)
+	}
+}
+
+// gone reports whether process pid has ended (or become a zombie, dead
+// but not yet reaped), waiting up to wait for it.
+func gone(pid int, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// The state follows the command name's closing parenthesis.
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -1071,4 +1192,13 @@ func TestBackendChoice(t *testing.T) {
 	if after := ours(); after != before {
 		t.Errorf("the failed NewPairs and netem probes left %d namespaces", after-before)
 	}
+}
+
+// selfNetns is this process's network namespace as /proc names it.
+func selfNetns(t *testing.T) string {
+	l, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

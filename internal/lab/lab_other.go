@@ -15,7 +15,7 @@ func Check() error { return ErrNotSupported }
 func NewPair(ctx context.Context, cfg PairConfig) (*Pair, error) { return nil, ErrNotSupported }
 
 // Clean reports ErrNotSupported.
-func Clean(ctx context.Context) error { return ErrNotSupported }
+func Clean(ctx context.Context) (Cleaned, error) { return Cleaned{}, ErrNotSupported }
 
 // SetPath reports ErrNotSupported.
 func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error { return ErrNotSupported }

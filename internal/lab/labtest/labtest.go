@@ -65,7 +65,7 @@ func Require(t testing.TB) {
 		}
 		t.Fatalf("labtest: %v", err)
 	}
-	cleanOnce.Do(func() { cleanErr = lab.Clean(context.Background()) })
+	cleanOnce.Do(func() { _, cleanErr = lab.Clean(context.Background()) })
 	if cleanErr != nil {
 		t.Fatalf("labtest: removing leftovers of earlier runs: %v", cleanErr)
 	}
