@@ -34,6 +34,9 @@ type Outcome struct {
 	// Err is a run that could not be made (the lab failed), which counts
 	// as neither hit nor miss.
 	Err error
+	// Detail is the verdict's findings' summaries: their evidence in
+	// words, to tell after the fact why a run missed.
+	Detail string
 }
 
 // healthyVerdicts are what a clean path's headline may be.
@@ -51,6 +54,7 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 		// the transfer.
 		if mine && (f.Primary || alarm) {
 			o.Verdict = append(o.Verdict, f.ID)
+			o.Detail += fmt.Sprintf("[%s] %s ", f.ID, f.Summary)
 		} else if mine {
 			beside = append(beside, f.ID)
 		}
