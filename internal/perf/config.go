@@ -17,8 +17,12 @@ const (
 	DefaultLength = 1 * model.MiB
 	MinInterval   = 10 * time.Millisecond
 	MaxParallel   = 128
-	maxLength     = 4 * model.MiB
-	maxWindow     = 1 * model.GiB
+	// MaxTestDuration bounds -t and -O each, as iperf3 bounds -t (86400 s):
+	// their sum then stays far from time.Duration's overflow, which made a
+	// sum that wrapped negative pass the server's duration limit.
+	MaxTestDuration = 24 * time.Hour
+	maxLength       = 4 * model.MiB
+	maxWindow       = 1 * model.GiB
 )
 
 // Limits bound what a server accepts; zero fields take the defaults.
@@ -91,6 +95,10 @@ func Normalize(c *model.TestConfig) error {
 		return errorf(CodeBadConfig, fmt.Sprintf("use -P between 1 and %d", MaxParallel), "parallel streams %d out of range", c.Parallel)
 	case c.Duration < 0 || c.Bytes < 0:
 		return errorf(CodeBadConfig, "durations and byte counts must be positive", "negative duration or byte count")
+	case c.Duration > MaxTestDuration || c.Omit > MaxTestDuration:
+		return errorf(CodeBadConfig, "use -t and -O of at most 24 hours", "duration %v or omit %v over 24 hours", c.Duration, c.Omit)
+	case c.Interval > MaxTestDuration:
+		return errorf(CodeBadConfig, "use -i of at most 24 hours", "interval %v over 24 hours", c.Interval)
 	case c.Duration > 0 && c.Bytes > 0:
 		return errorf(CodeBadConfig, "use either -t or -n", "both a duration and a byte count given")
 	case c.Length < 1 || c.Length > maxLength:

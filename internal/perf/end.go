@@ -83,7 +83,9 @@ type end struct {
 	cpu *model.CPUUse // the process's CPU use over run
 	// drainBy, once set, is when the receivers stop reading (Unix ns): a
 	// test ended on the control connection (iperf3's).
-	drainBy  atomic.Int64
+	drainBy atomic.Int64
+	// aborted is set by abort: the receivers stop at once.
+	aborted  atomic.Bool
 	stopOnce sync.Once
 	stopped  chan struct{}
 	// stopTime is when stop was called (nil before): for iperf3, when the
@@ -284,9 +286,14 @@ func (e *end) awaitCounts(ctx context.Context, want []model.Opt[int64], stall ti
 	}
 }
 
-// abort breaks off every stream, readers included.
+// abort breaks off every stream, readers included: a reader past its
+// deadline then stops whatever still arrives (it reads on after a plain
+// stop, while data comes), so a client that vanishes or resets the control
+// connection while its senders go on frees its test at once.
 func (e *end) abort() {
+	e.aborted.Store(true)
 	e.stop()
+	e.finishReceivers()
 	for _, s := range e.streams {
 		_ = s.netConn().SetDeadline(time.Unix(1, 0))
 	}
@@ -572,7 +579,7 @@ func (e *end) receive(s *stream) error {
 			}
 			break
 		}
-		if limit > 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(graceEnd) {
+		if limit > 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(graceEnd) && !e.aborted.Load() {
 			if m := s.moved.Load(); m != lastMoved {
 				lastMoved = m
 				next := time.Now().Add(stallLimit)

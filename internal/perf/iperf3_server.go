@@ -416,6 +416,24 @@ func (p *i3ParamsIn) config() (model.TestConfig, error) {
 	if p.SCTP != nil {
 		return model.TestConfig{}, fmt.Errorf("SCTP tests are %w", errI3Unsupported)
 	}
+	// JSON numbers are float64s, and converting one out of int64's range
+	// gives whatever the CPU gives (on amd64, the most negative int64):
+	// each is checked in range first. Times are iperf3's own maximum
+	// (86400 s for -t), counts 2^53 (exact in a float64).
+	for _, v := range []struct {
+		name string
+		v    float64
+		max  float64
+	}{
+		{"time", p.Time, MaxTestDuration.Seconds()}, {"omit", p.Omit, MaxTestDuration.Seconds()},
+		{"num", p.Num, 1 << 53}, {"blockcount", p.BlockCount, 1 << 53}, {"len", p.Len, 1 << 53},
+		{"window", p.Window, 1 << 53}, {"bandwidth", p.Bandwidth, 1 << 53}, {"fqrate", p.FQRate, 1 << 53},
+		{"blockcount × len", p.BlockCount * max(p.Len, 1), 1 << 53},
+	} {
+		if !(v.v >= 0 && v.v <= v.max) { // NaN fails both
+			return model.TestConfig{}, errorf(CodeBadConfig, "check the client's options", "iperf3 parameter %s = %g out of range 0 to %g", v.name, v.v, v.max)
+		}
+	}
 	cfg := model.TestConfig{
 		Duration: time.Duration(p.Time * float64(time.Second)), Omit: time.Duration(p.Omit * float64(time.Second)),
 		Bytes: model.Bytes(p.Num), Parallel: max(p.Parallel, 1), Length: model.Bytes(p.Len),

@@ -415,6 +415,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"type":"error","error":{"code":"busy"}}`))
 	f.Add([]byte(`{"type":"bye"}`))
 	f.Add([]byte{0xff, 0x00})
+	f.Add([]byte(`{"type":"hello","hello":{"protocol":1,"config":{"omit_ns":9223372035854775807,"duration_ns":2000000000}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := decodeMessage(b)
 		if err == nil && m == nil {
@@ -433,8 +434,9 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if err == nil && m.Hello != nil {
 			cfg := m.Hello.Config
-			_ = Normalize(&cfg)
-			_ = checkLimits(&cfg, DefaultLimits)
+			if Normalize(&cfg) == nil && checkLimits(&cfg, DefaultLimits) == nil {
+				acceptedWithin(t, cfg, DefaultLimits)
+			}
 		}
 	})
 }

@@ -224,6 +224,12 @@ func (s *Server) data(c *net.TCPConn) {
 func (s *Server) admit(t *serverTest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.running[string(t.cookie)] != nil {
+		// iperf3's client picks the cookie: control connections that
+		// share one were each read before any was admitted. Counted as
+		// one test they walked around --max-tests.
+		return errorf(CodeBusy, "each test needs a cookie of its own", "a test with this cookie is already running")
+	}
 	if n := len(s.running); n >= s.Limits.MaxTests {
 		return errorf(CodeBusy, "try again when a test has finished, or raise the server's --max-tests",
 			"server busy (%d running, limit %d)", n, s.Limits.MaxTests)
@@ -483,6 +489,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 		for {
 			m, err := c.recv(0)
 			if err != nil {
+				setEnded("aborted")
 				bye <- err
 				cancel()
 				return
