@@ -101,7 +101,7 @@ func classify(err error) (int, string) {
 		return ExitUnreachable, hint
 	case perf.CodeTimeout:
 		return ExitTimeout, hint
-	case perf.CodeVersion, perf.CodeProtocol:
+	case perf.CodeVersion, perf.CodeProtocol, perf.CodeUnverified:
 		return ExitProtocol, hint
 	case perf.CodeBusy, perf.CodeLimit, perf.CodeShutdown:
 		return ExitBusy, hint

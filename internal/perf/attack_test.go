@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"net"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,5 +271,174 @@ func acceptedWithin(t *testing.T, cfg model.TestConfig, l Limits) {
 		t.Fatalf("accepted a test of %v (-t %v, -O %v) under a limit of %v", d, cfg.Duration, cfg.Omit, l.MaxDuration)
 	case cfg.Bytes < 0 || cfg.Bitrate < 0 || cfg.Omit < 0:
 		t.Fatalf("accepted %+v", cfg)
+	}
+}
+
+// spoofUDP sends payload in a UDP datagram from src to dst through a raw
+// socket, as an attacker forging its source address would. It skips t
+// unless the process may open raw sockets (root).
+func spoofUDP(t *testing.T, src, dst *net.UDPAddr, payload []byte) {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_RAW)
+	if err != nil {
+		t.Skipf("forging a source address needs a raw socket (root): %v", err)
+	}
+	defer syscall.Close(fd)
+	udpLen := 8 + len(payload)
+	pkt := make([]byte, 20+udpLen)
+	pkt[0] = 0x45 // IPv4, a 20-byte header
+	binary.BigEndian.PutUint16(pkt[2:], uint16(len(pkt)))
+	pkt[8] = 64 // TTL
+	pkt[9] = syscall.IPPROTO_UDP
+	copy(pkt[12:16], src.IP.To4())
+	copy(pkt[16:20], dst.IP.To4())
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(pkt[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(pkt[10:], ^uint16(sum))
+	binary.BigEndian.PutUint16(pkt[20:], uint16(src.Port))
+	binary.BigEndian.PutUint16(pkt[22:], uint16(dst.Port))
+	binary.BigEndian.PutUint16(pkt[24:], uint16(udpLen)) // checksum 0: none
+	copy(pkt[28:], payload)
+	to := &syscall.SockaddrInet4{}
+	copy(to.Addr[:], dst.IP.To4())
+	if err := syscall.Sendto(fd, pkt, 0, to); err != nil {
+		t.Fatalf("send a forged datagram: %v", err)
+	}
+}
+
+// victim is a UDP socket at an address that never asked for anything; it
+// counts what arrives until the test ends.
+func victim(t *testing.T, ip string) (*net.UDPAddr, func() (datagrams, bytes int)) {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(ip)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var n, b int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 65536)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			n, b = n+1, b+k
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { c.Close(); <-done })
+	return c.LocalAddr().(*net.UDPAddr), func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return n, b
+	}
+}
+
+// A native UDP hello forged from another address makes the server send
+// that address nothing but one answer no longer than the hello, and the
+// test is refused at start: the client cannot echo the token the answer
+// carried. Before, one forged 26-byte hello made the server send a test's
+// datagrams (1 GB in 5 s) to an address that never asked.
+func TestForgedUDPHelloGetsNothing(t *testing.T) {
+	records := make(chan TestRecord, 1)
+	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
+	server, _ := net.ResolveUDPAddr("udp4", addr)
+	to, received := victim(t, "127.0.0.2")
+	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Length: 1400})
+	hello := udpHello(s.cookie, 0)
+	spoofUDP(t, to, server, hello)
+	// The server answers the forged hello; the attacker, who never sees
+	// the answer, starts the test with the token it does not have.
+	deadline := time.Now().Add(5 * time.Second)
+	for n, _ := received(); n == 0 && time.Now().Before(deadline); n, _ = received() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := writeMessage(s.ctrl, &message{Type: msgStart, Start: &start{UDPTokens: [][]byte{make([]byte, udpTokenLen)}}}); err != nil {
+		t.Fatal(err)
+	}
+	m := s.recv()
+	if m.Type != msgError || m.Error.Code != CodeUnverified {
+		t.Errorf("start with a token never received: got %+v, want a refusal (%s)", m, CodeUnverified)
+	}
+	select {
+	case rec := <-records:
+		t.Logf("server: %v, UDP peers %v", rec.Err, rec.UDPPeers)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the test did not end")
+	}
+	time.Sleep(300 * time.Millisecond) // what the server sent has arrived
+	n, b := received()
+	t.Logf("the address the hello was forged from got %d datagrams, %d bytes", n, b)
+	if n > 1 || b > len(hello) {
+		t.Errorf("a forged %d-byte hello made the server send %d datagrams, %d bytes, to an address that never asked", len(hello), n, b)
+	}
+}
+
+// An iperf3 UDP hello forged from an address other than the control
+// connection's is not answered, and its test gets no stream from it.
+func TestForgedIperf3UDPHelloIgnored(t *testing.T) {
+	addr := serveWith(t, &Server{Version: "test"})
+	server, _ := net.ResolveUDPAddr("udp4", addr)
+	to, received := victim(t, "127.0.0.3")
+	c := i3Open(t, addr, i3TestCookie('u'))
+	params := `{"udp":true,"time":2,"parallel":1,"len":1400,"bandwidth":100000000,"reverse":true}`
+	if st := i3SendParams(t, c, params); st != i3CreateStreams {
+		t.Fatalf("parameters: state %d, want CREATE_STREAMS", st)
+	}
+	spoofUDP(t, to, server, i3UDPHello)
+	time.Sleep(500 * time.Millisecond)
+	if n, b := received(); n > 0 {
+		t.Errorf("a forged iperf3 hello from another address got %d datagrams, %d bytes", n, b)
+	}
+}
+
+// A server sending UDP stops once the client's host says again and again
+// that nothing listens at the stream's port (ICMP port unreachable),
+// rather than send on to the end: the client is gone.
+func TestUDPSenderStopsOnRefusals(t *testing.T) {
+	records := make(chan TestRecord, 1)
+	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
+	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 50 * model.MbitPerSecond, Duration: 20 * time.Second, Length: 1400})
+	uc, err := net.Dial("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc.Write(udpHello(s.cookie, 0))
+	uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	n, err := uc.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, ok := parseUDPAnswer(buf[:n], 0)
+	if !ok {
+		t.Fatalf("answer %q", buf[:n])
+	}
+	if err := writeMessage(s.ctrl, &message{Type: msgStart, Start: &start{UDPTokens: [][]byte{token}}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.recv(); m.Type != msgStarted {
+		t.Fatalf("start: got %+v", m)
+	}
+	time.Sleep(200 * time.Millisecond)
+	uc.Close() // gone, its control connection still open
+	closed := time.Now()
+	select {
+	case rec := <-records:
+		t.Logf("the test ended %v after the port closed: %v", time.Since(closed).Round(time.Millisecond), rec.Err)
+		if rec.Err == nil || !strings.Contains(rec.Err.Error(), "refused") {
+			t.Errorf("the test ended with %v, want the refusals named", rec.Err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server still sent 5 s after the client's UDP port closed")
 	}
 }

@@ -78,7 +78,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if err != nil {
 		return nil, err
 	}
-	if err := ctl.send(&message{Type: msgStart}); err != nil {
+	if err := ctl.send(&message{Type: msgStart, Start: &start{UDPTokens: udpTokens(streams)}}); err != nil {
 		return nil, &Error{Code: CodeAborted, Msg: "send start", Err: err}
 	}
 	m, err := c.expect(ctl, msgStarted, addr)

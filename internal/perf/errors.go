@@ -22,6 +22,7 @@ const (
 	CodeAborted     Code = "aborted"     // the test broke off mid-way
 	CodeShutdown    Code = "shutdown"    // the server is shutting down
 	CodeSocket      Code = "socket"      // a socket option could not be applied
+	CodeUnverified  Code = "unverified"  // a UDP stream's address did not prove it asked
 )
 
 // Error is a test failure with a class, a message and a hint for the user.

@@ -299,7 +299,7 @@ func (c *Client) RunIperf3(ctx context.Context, addr string, cfg model.TestConfi
 		if cfg.IsUDP() {
 			// iperf3's server binds its next UDP listener after each
 			// answer: one stream after another.
-			uc, err := c.dialUDP(ctx, addr, &cfg, role, i3UDPHello, nil)
+			uc, err := c.dialUDP(ctx, addr, &cfg, role, i3UDPHello, func(b []byte) bool { return len(b) == 4 })
 			if err != nil {
 				return nil, err
 			}

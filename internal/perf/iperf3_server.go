@@ -103,10 +103,11 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg}
 	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.BlockCount > 0, p.ServerOutput != nil, log)
+	rec.UDPPeers = s.udpPeersOf(t)
 	if rec.Err != nil {
-		log.Warn("iperf3 test failed", "err", rec.Err)
+		log.Warn("iperf3 test failed", "err", rec.Err, "udp_peers", rec.UDPPeers)
 	} else {
-		log.Info("iperf3 test done", append([]any{"ended", rec.Ended, "client_version", p.ClientVersion}, summaryAttrs(rec.Report)...)...)
+		log.Info("iperf3 test done", append([]any{"ended", rec.Ended, "client_version", p.ClientVersion, "udp_peers", rec.UDPPeers}, summaryAttrs(rec.Report)...)...)
 	}
 	if s.OnTest != nil {
 		s.OnTest(rec)

@@ -14,7 +14,7 @@ import (
 
 // ProtocolVersion is the native control protocol's version. A server
 // refuses clients speaking another version with CodeVersion.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Magic bytes open every connection to a server, so one port can tell a
 // control connection, a data connection and (later) other protocols apart.
@@ -55,6 +55,7 @@ type message struct {
 	Hello    *hello           `json:"hello,omitempty"`
 	Welcome  *welcome         `json:"welcome,omitempty"`
 	Error    *wireError       `json:"error,omitempty"`
+	Start    *start           `json:"start,omitempty"`
 	Started  *started         `json:"started,omitempty"`
 	Interval *model.Interval  `json:"interval,omitempty"`
 	Stop     *stop            `json:"stop,omitempty"`
@@ -72,6 +73,15 @@ type welcome struct {
 	Version  string `json:"version"`
 	Kernel   string `json:"kernel,omitempty"`
 	Cookie   []byte `json:"cookie"`
+}
+
+type start struct {
+	// UDPTokens echoes, by stream id, the token the server's answer to
+	// each UDP stream's hello carried: proof that whoever holds the
+	// control connection receives at the address the hello came from,
+	// before the server sends a test's datagrams there (QUIC's address
+	// validation, with the echo on the control connection).
+	UDPTokens [][]byte `json:"udp_tokens,omitempty"`
 }
 
 type started struct {

@@ -62,6 +62,8 @@ type TestRecord struct {
 	Report        model.EndReport
 	Ended         string
 	Err           error
+	// UDPPeers are the addresses the test's UDP streams sent to.
+	UDPPeers []string
 }
 
 type dataConn struct {
@@ -98,6 +100,12 @@ type serverTest struct {
 	udp, iperf3, wide bool
 	clientIP          net.IP
 	admitted          time.Time
+	// claimed marks a native UDP test's stream ids whose hello came
+	// (under Server.mu): one socket per stream, whatever else asks.
+	claimed []bool
+	// udpPeers are the addresses its UDP streams send to (under
+	// Server.mu), for the log.
+	udpPeers []string
 }
 
 // Serve accepts connections until ctx ends, then stops the running tests
@@ -246,6 +254,13 @@ func (s *Server) admit(t *serverTest) error {
 	return nil
 }
 
+// udpPeersOf is a copy of t's UDP peers.
+func (s *Server) udpPeersOf(t *serverTest) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(t.udpPeers)
+}
+
 func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
@@ -300,7 +315,8 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 		return
 	}
 	dirs := cfg.Directions()
-	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now()}
+	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now(),
+		claimed: make([]bool, len(dirs))}
 	if err := s.admit(t); err != nil {
 		log.Info("refused", "reason", err)
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
@@ -312,10 +328,11 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg}
 	log = log.With("client_version", m.Hello.Version)
 	rec.Report, rec.Ended, rec.Err = s.runTest(ctx, c, t, cfg, dirs)
+	rec.UDPPeers = s.udpPeersOf(t)
 	if rec.Err != nil {
-		log.Warn("test failed", "err", rec.Err)
+		log.Warn("test failed", "err", rec.Err, "udp_peers", rec.UDPPeers)
 	} else {
-		log.Info("test done", append([]any{"ended", rec.Ended}, summaryAttrs(rec.Report)...)...)
+		log.Info("test done", append([]any{"ended", rec.Ended, "udp_peers", rec.UDPPeers}, summaryAttrs(rec.Report)...)...)
 	}
 	if s.OnTest != nil {
 		s.OnTest(rec)
@@ -404,6 +421,10 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	m, err := c.recv(handshakeTimeout)
 	if err != nil || m.Type != msgStart {
 		return rep, "", fmt.Errorf("wait for start: %v", err)
+	}
+	if err := verifyUDP(streams, m.Start); err != nil {
+		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		return rep, "", err
 	}
 	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
 	for i, sm := range streams {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -41,12 +42,32 @@ const (
 	udpLinger = time.Second
 )
 
-// udpMagic opens a native UDP stream's hello datagram (and the server's
-// answer): magic, the test's cookie and the stream id, as on TCP.
+// udpMagic opens a native UDP stream's hello datagram: magic, the test's
+// cookie and the stream id, as on TCP.
 const udpMagic = "TCPSCOPU"
 
 // udpHelloLen is the length of a native UDP hello.
 const udpHelloLen = magicLen + cookieLen + 2
+
+// udpAnswerMagic opens the server's answer to a hello: magic, the stream
+// id and a token the client echoes on the control connection before the
+// server sends the stream anything more. The answer is no longer than the
+// hello, so a hello from a forged address makes the server send no more
+// than it got.
+const udpAnswerMagic = "TCPSCOPA"
+
+// udpTokenLen is the length of a UDP stream's token.
+const udpTokenLen = 16
+
+// udpMaxRefusals is how many ICMP port unreachables a server's sender
+// takes before it stops: one or two come when a client's socket opens
+// late or closes early, not a run of them.
+const udpMaxRefusals = 8
+
+// udpMaxAnswers bounds how often a stream's hello is answered: a client
+// repeats it every udpRetry while the answer is lost, and a path that
+// loses this many answers in a row cannot carry a test.
+const udpMaxAnswers = 16
 
 // udpFlow is the datagram side of one stream. The stream's goroutine
 // writes the counters; the sampler reads them.
@@ -56,6 +77,15 @@ type udpFlow struct {
 	wide bool
 	// native: the peer is tcpscope, which ends with closing datagrams.
 	native bool
+	// token is a native stream's: the server issued it in answer, the
+	// client got it there, and the server sends nothing more until the
+	// client has echoed it. answer is the server's answer, sent again
+	// when the hello comes again (until answering ends). answered counts
+	// the answers sent.
+	token     []byte
+	answer    []byte
+	answered  int
+	answering chan struct{}
 
 	packets    atomic.Int64 // sent, or expected (the highest sequence seen)
 	lost       atomic.Int64
@@ -187,6 +217,7 @@ func (e *end) sendUDP(s *stream) error {
 	var written int64
 	var werr error
 	var seq uint64
+	refusals := 0
 loop:
 	for {
 		if pace > 0 && written > 0 && e.awaitDue(written, pace) {
@@ -211,10 +242,20 @@ loop:
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				break loop
+			case errors.Is(err, syscall.ECONNREFUSED) && e.side == model.ServerSide && refusals+1 >= udpMaxRefusals:
+				// The client's host says again and again that nothing
+				// listens at the port: whoever asked is gone, or was
+				// never there (an iperf3 hello names no test, and its
+				// port cannot be proven). Sending on would be a flood.
+				werr = fmt.Errorf("send: %v refused %d datagrams (ICMP port unreachable): nothing listens there", f.conn.RemoteAddr(), udpMaxRefusals)
+				break loop
 			case isTransientSendError(err):
 				// The peer's port is not open yet (ICMP unreachable from
 				// an earlier datagram) or a queue is full: the datagram
 				// is lost, as on a path, and the test goes on.
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					refusals++
+				}
 				continue
 			}
 			werr = fmt.Errorf("send: %w", err)
@@ -337,7 +378,7 @@ func (e *end) receiveUDP(s *stream) error {
 		if n >= magicLen && string(buf[:magicLen]) == udpMagic {
 			// A hello again: our answer was lost. Answer again.
 			if n == udpHelloLen && e.side == model.ServerSide {
-				_, _ = f.conn.Write(buf[:n])
+				f.answerAgain()
 			}
 			continue
 		}
@@ -362,7 +403,65 @@ func (e *end) receiveUDP(s *stream) error {
 	return nil
 }
 
-// udpHello is a native UDP stream's hello (and its answer).
+// answerAgain sends the stream's answer again, within udpMaxAnswers.
+func (f *udpFlow) answerAgain() {
+	if f.answer != nil && f.answered < udpMaxAnswers {
+		f.answered++
+		_, _ = f.conn.Write(f.answer)
+	}
+}
+
+// answerHellos answers the hellos that come again until stopAnswering:
+// until the test starts nothing else reads the stream's socket, and a
+// client whose answer was lost repeats its hello there (the connected
+// socket, not the server's port, gets the datagrams of its peer).
+func (f *udpFlow) answerHellos() {
+	f.answering = make(chan struct{})
+	go func() {
+		defer close(f.answering)
+		buf := make([]byte, udpHelloLen+1)
+		for {
+			n, err := f.conn.Read(buf)
+			switch {
+			case err != nil && isTransientSendError(err):
+				continue // an ICMP error: the client's socket not open yet
+			case err != nil:
+				return // stopAnswering, or closed
+			case n == udpHelloLen && string(buf[:magicLen]) == udpMagic:
+				f.answerAgain()
+			}
+		}
+	}()
+}
+
+// stopAnswering ends answerHellos, leaving the socket to the test.
+func (f *udpFlow) stopAnswering() {
+	if f.answering == nil {
+		return
+	}
+	_ = f.conn.SetReadDeadline(time.Unix(1, 0))
+	<-f.answering
+	f.answering = nil
+	_ = f.conn.SetReadDeadline(time.Time{})
+}
+
+// udpAnswer is the server's answer to stream id's hello.
+func udpAnswer(id int, token []byte) []byte {
+	b := make([]byte, 0, magicLen+2+udpTokenLen)
+	b = append(b, udpAnswerMagic...)
+	b = binary.BigEndian.AppendUint16(b, uint16(id))
+	return append(b, token...)
+}
+
+// parseUDPAnswer reads the token of an answer to stream id's hello.
+func parseUDPAnswer(b []byte, id int) (token []byte, ok bool) {
+	if len(b) != magicLen+2+udpTokenLen || string(b[:magicLen]) != udpAnswerMagic || int(binary.BigEndian.Uint16(b[magicLen:])) != id {
+		return nil, false
+	}
+	return append([]byte(nil), b[magicLen+2:]...), true
+}
+
+// udpHello is a native UDP stream's hello.
 func udpHello(cookie []byte, id int) []byte {
 	b := make([]byte, 0, udpHelloLen)
 	b = append(b, udpMagic...)

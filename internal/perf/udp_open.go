@@ -1,8 +1,9 @@
 package perf
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -18,8 +19,12 @@ import (
 // the server's port (the TCP port's number, over UDP), and the server
 // answers from a new socket bound to the same port and connected to the
 // client, which from then on carries the stream. A native hello names the
-// test's cookie and the stream id, and its answer echoes it; iperf3's are
-// four bytes each way.
+// test's cookie and the stream id, and its answer carries a token the
+// client echoes on the control connection in its start message: the
+// server sends a stream nothing but answers until the client has shown
+// that it receives at the hello's address. iperf3's are four bytes each
+// way, with nothing to echo: the server takes them only from the address
+// of the test's control connection (see udpIperf3).
 
 // i3UDPHello and i3UDPReply are iperf3's UDP stream handshake as 3.17+
 // puts it on the wire. Older versions sent host-order integers (or the
@@ -42,9 +47,8 @@ func udpNetwork(tcpNetwork string) string {
 }
 
 // dialUDP opens one UDP stream to addr: it sends hello until the server
-// answers (with want, or any 4 bytes when want is nil), or the handshake
-// times out.
-func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role, hello, want []byte) (*net.UDPConn, error) {
+// answers with a datagram accept takes, or the handshake times out.
+func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role, hello []byte, accept func([]byte) bool) (*net.UDPConn, error) {
 	d := c.dialer(nil, "")
 	if c.LocalAddr != nil {
 		d.LocalAddr = &net.UDPAddr{IP: c.LocalAddr.IP, Zone: c.LocalAddr.Zone}
@@ -76,7 +80,7 @@ func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig
 				refused = refused || errors.Is(err, syscall.ECONNREFUSED)
 				break
 			}
-			if (want == nil && n == 4) || bytes.Equal(buf[:n], want) {
+			if accept(buf[:n]) {
 				_ = uc.SetReadDeadline(time.Time{})
 				return uc, nil
 			}
@@ -134,18 +138,25 @@ func (s *Server) serveUDP(ctx context.Context, pc *net.UDPConn) {
 		}
 		msg := append([]byte(nil), buf[:n]...)
 		if cookie, id, ok := parseUDPHello(msg); ok {
-			s.udpNative(ctx, pc, peer, cookie, id, msg)
+			s.udpNative(ctx, pc, peer, cookie, id)
 		} else if n == 4 {
 			s.udpIperf3(ctx, pc, peer)
 		}
 	}
 }
 
-// udpNative opens the stream a native hello asks for.
-func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr, cookie []byte, id int, hello []byte) {
+// udpNative opens the stream a native hello asks for: the first hello of
+// each stream id claims it, from whatever address; the server answers it
+// with a token and sends nothing else there until the client has echoed
+// the token (runTest). Later hellos for the id from other addresses are
+// not answered.
+func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr, cookie []byte, id int) {
 	s.mu.Lock()
 	t := s.running[string(cookie)]
-	ok := t != nil && t.udp && !t.full && id < t.nconn
+	ok := t != nil && t.udp && !t.iperf3 && !t.full && id < t.nconn && !t.claimed[id]
+	if ok {
+		t.claimed[id] = true
+	}
 	s.mu.Unlock()
 	if !ok {
 		return
@@ -155,11 +166,49 @@ func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAd
 		s.Logger.Warn("udp stream", "err", err)
 		return
 	}
-	if _, err := uc.Write(hello); err != nil {
-		uc.Close()
-		return
+	f := newUDPFlow(uc, true, true)
+	f.token = newToken()
+	f.answer = udpAnswer(id, f.token)
+	f.answerAgain()
+	f.answerHellos()
+	s.deliverUDP(t, dataConn{udp: f, stream: id})
+}
+
+// newToken is a UDP stream's token: random, so that only a client that
+// received the answer knows it.
+func newToken() []byte {
+	b := make([]byte, udpTokenLen)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux
+	return b
+}
+
+// verifyUDP checks that the client echoed each UDP stream's token (the
+// start message's UDPTokens, by stream id) and ends the streams' answering:
+// until it returns nil, no stream has been sent anything but answers.
+func verifyUDP(streams []*stream, st *start) error {
+	for i, sm := range streams {
+		if sm.udp == nil {
+			continue
+		}
+		sm.udp.stopAnswering()
+		if st == nil || i >= len(st.UDPTokens) || subtle.ConstantTimeCompare(st.UDPTokens[i], sm.udp.token) != 1 {
+			return errorf(CodeUnverified, "the client must receive at the address it sends from (a NAT that changes the source port between datagrams breaks this)",
+				"UDP stream %d: the client did not echo the token sent to %v", i, sm.udp.conn.RemoteAddr())
+		}
 	}
-	s.deliverUDP(t, dataConn{udp: newUDPFlow(uc, true, true), stream: id})
+	return nil
+}
+
+// udpTokens are the tokens of a client's UDP streams, for its start
+// message.
+func udpTokens(streams []*stream) [][]byte {
+	var tokens [][]byte
+	for _, s := range streams {
+		if s.udp != nil {
+			tokens = append(tokens, s.udp.token)
+		}
+	}
+	return tokens
 }
 
 // udpIperf3 opens an iperf3 client's UDP stream. iperf3's hello names no
@@ -215,6 +264,7 @@ func (s *Server) deliverUDP(t *serverTest, d dataConn) {
 	}
 	select {
 	case t.data <- d:
+		t.udpPeers = append(t.udpPeers, d.udp.conn.RemoteAddr().String())
 	default:
 		d.udp.conn.Close()
 	}
@@ -225,11 +275,17 @@ func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.Tes
 	var streams []*stream
 	for i, d := range cfg.Directions() {
 		role := model.RoleOf(model.ClientSide, d)
-		uc, err := c.dialUDP(ctx, addr, cfg, role, udpHello(cookie, i), udpHello(cookie, i))
+		var token []byte
+		uc, err := c.dialUDP(ctx, addr, cfg, role, udpHello(cookie, i), func(b []byte) (ok bool) {
+			token, ok = parseUDPAnswer(b, i)
+			return ok
+		})
 		if err != nil {
 			return streams, err
 		}
-		streams = append(streams, &stream{id: i, role: role, udp: newUDPFlow(uc, true, true)})
+		f := newUDPFlow(uc, true, true)
+		f.token = token
+		streams = append(streams, &stream{id: i, role: role, udp: f})
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: uc.LocalAddr().String()})
 	}
 	return streams, nil
