@@ -105,9 +105,9 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.BlockCount > 0, p.ServerOutput != nil, log)
 	rec.UDPPeers = s.udpPeersOf(t)
 	if rec.Err != nil {
-		log.Warn("iperf3 test failed", "err", rec.Err, "udp_peers", rec.UDPPeers)
+		log.Warn("iperf3 test failed", append([]any{"err", rec.Err}, peerAttrs(rec.UDPPeers)...)...)
 	} else {
-		log.Info("iperf3 test done", append([]any{"ended", rec.Ended, "client_version", p.ClientVersion, "udp_peers", rec.UDPPeers}, summaryAttrs(rec.Report)...)...)
+		log.Info("iperf3 test done", append(append([]any{"ended", rec.Ended, "client_version", p.ClientVersion}, peerAttrs(rec.UDPPeers)...), summaryAttrs(rec.Report)...)...)
 	}
 	if s.OnTest != nil {
 		s.OnTest(rec)

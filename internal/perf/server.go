@@ -254,6 +254,15 @@ func (s *Server) admit(t *serverTest) error {
 	return nil
 }
 
+// peerAttrs are a log line's attributes naming a test's UDP peers, if
+// it had any.
+func peerAttrs(peers []string) []any {
+	if len(peers) == 0 {
+		return nil
+	}
+	return []any{"udp_peers", peers}
+}
+
 // udpPeersOf is a copy of t's UDP peers.
 func (s *Server) udpPeersOf(t *serverTest) []string {
 	s.mu.Lock()
@@ -330,9 +339,9 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 	rec.Report, rec.Ended, rec.Err = s.runTest(ctx, c, t, cfg, dirs)
 	rec.UDPPeers = s.udpPeersOf(t)
 	if rec.Err != nil {
-		log.Warn("test failed", "err", rec.Err, "udp_peers", rec.UDPPeers)
+		log.Warn("test failed", append([]any{"err", rec.Err}, peerAttrs(rec.UDPPeers)...)...)
 	} else {
-		log.Info("test done", append([]any{"ended", rec.Ended, "udp_peers", rec.UDPPeers}, summaryAttrs(rec.Report)...)...)
+		log.Info("test done", append(append([]any{"ended", rec.Ended}, peerAttrs(rec.UDPPeers)...), summaryAttrs(rec.Report)...)...)
 	}
 	if s.OnTest != nil {
 		s.OnTest(rec)
