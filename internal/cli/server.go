@@ -44,13 +44,17 @@ their clients still get results.`,
 	fl.Var(seconds{&f.limits.MaxDuration}, "max-duration", "longest test, omitted start included")
 	fl.IntVar(&f.limits.MaxStreams, "max-streams", f.limits.MaxStreams, "streams per test, both directions counted")
 	fl.IntVar(&f.limits.MaxTotalStreams, "max-total-streams", f.limits.MaxTotalStreams, "streams of all running tests together (bounds buffer memory)")
+	fl.IntVar(&f.limits.MaxTestsPerAddr, "max-tests-per-address", f.limits.MaxTestsPerAddr, "concurrent tests from one client address")
+	fl.IntVar(&f.limits.MaxPendingPerAddr, "max-pending-per-address", f.limits.MaxPendingPerAddr, "connections from one address not yet part of a test (more are closed at once)")
+	fl.IntVar(&f.limits.MaxPending, "max-pending", f.limits.MaxPending, "connections from all addresses not yet part of a test")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
 	return cmd
 }
 
 func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
-	if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxTotalStreams < 1 || f.limits.MaxDuration < time.Second {
+	if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxTotalStreams < 1 || f.limits.MaxDuration < time.Second ||
+		f.limits.MaxTestsPerAddr < 1 || f.limits.MaxPendingPerAddr < 1 || f.limits.MaxPending < 1 {
 		return usagef("limits must be positive, --max-duration at least 1s", "bad server limits")
 	}
 	level := slog.LevelInfo
@@ -84,8 +88,8 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
-	fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %v each, %d streams)\n",
-		Version, ln.Addr(), f.limits.MaxTests, f.limits.MaxDuration, f.limits.MaxStreams)
+	fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %d per client address, %v each, %d streams)\n",
+		Version, ln.Addr(), f.limits.MaxTests, f.limits.MaxTestsPerAddr, f.limits.MaxDuration, f.limits.MaxStreams)
 	logger := slog.New(h)
 	srv := &perf.Server{Limits: f.limits, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
 	// Every test gets the server end's diagnosis in the log: for a stock

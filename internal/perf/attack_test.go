@@ -442,3 +442,78 @@ func TestUDPSenderStopsOnRefusals(t *testing.T) {
 		t.Fatal("the server still sent 5 s after the client's UDP port closed")
 	}
 }
+
+// Hellos that never open their streams, renewed as they time out, hold at
+// most MaxTestsPerAddr slots: a client at another address still gets its
+// test. Before, 32 of them from one address refused everybody else for as
+// long as they were renewed.
+func TestHelloHoardingHoldsFewSlots(t *testing.T) {
+	addr := serveWith(t, &Server{Version: "test", Limits: Limits{MaxTests: 8}})
+	held := 0
+	for range 8 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Write([]byte(controlMagic))
+		writeMessage(c, &message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Config: model.TestConfig{Duration: time.Second}}})
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		m, err := readMessage(bufio.NewReader(c), maxMessage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == msgWelcome {
+			held++ // and never opens its data connection
+		}
+	}
+	if held > DefaultLimits.MaxTestsPerAddr {
+		t.Errorf("one address holds %d slots, over the limit of %d", held, DefaultLimits.MaxTestsPerAddr)
+	}
+	other := &Client{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	run, err := other.Run(context.Background(), addr, quick(model.TestConfig{}))
+	if err != nil {
+		t.Fatalf("a client at another address, beside %d hoarded slots: %v", held, err)
+	}
+	checkRun(t, run)
+}
+
+// Idle connections from one address beyond MaxPendingPerAddr are closed at
+// once, and a client at another address is served meanwhile. Before, one
+// address's idle connections ran the server out of file descriptors.
+func TestIdleConnectionsPerAddress(t *testing.T) {
+	srv := &Server{Version: "test"}
+	addr := serveWith(t, srv)
+	const idle = 64
+	conns := make([]net.Conn, idle)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	closed := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		var b [1]byte
+		if _, err := c.Read(b[:]); err == io.EOF {
+			closed++
+		}
+	}
+	want := idle - DefaultLimits.MaxPendingPerAddr
+	t.Logf("%d idle connections: %d closed at once; refusals %v", idle, closed, srv.Refusals())
+	if closed != want {
+		t.Errorf("%d of %d idle connections from one address closed at once, want %d (all over the limit of %d)", closed, idle, want, DefaultLimits.MaxPendingPerAddr)
+	}
+	if n := srv.Refusals()["pending-per-address"]; n != int64(want) {
+		t.Errorf("%d refusals counted, want %d", n, want)
+	}
+	other := &Client{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	run, err := other.Run(context.Background(), addr, quick(model.TestConfig{}))
+	if err != nil {
+		t.Fatalf("a client at another address, beside %d idle connections: %v", idle, err)
+	}
+	checkRun(t, run)
+}

@@ -35,10 +35,23 @@ type Limits struct {
 	// buffer per stream, plus one write buffer of -l bytes (4 MiB at most)
 	// per sending test, whatever clients ask for.
 	MaxTotalStreams int
+	// MaxTestsPerAddr bounds the tests one client address runs at once,
+	// those still opening their streams included, so that one address
+	// cannot hold every slot (hellos that never open their streams,
+	// renewed as they time out, did).
+	MaxTestsPerAddr int
+	// MaxPendingPerAddr bounds the connections from one address that
+	// have not yet become part of a test (idle, or mid-handshake), and
+	// MaxPending those from all addresses together: idle connections
+	// from one address ran the server out of file descriptors, and
+	// everybody's accepts failed meanwhile.
+	MaxPendingPerAddr int
+	MaxPending        int
 }
 
 // DefaultLimits are a server's limits unless configured.
-var DefaultLimits = Limits{MaxTests: 32, MaxDuration: 5 * time.Minute, MaxStreams: MaxParallel, MaxTotalStreams: 512}
+var DefaultLimits = Limits{MaxTests: 32, MaxDuration: 5 * time.Minute, MaxStreams: MaxParallel, MaxTotalStreams: 512,
+	MaxTestsPerAddr: 4, MaxPendingPerAddr: 16, MaxPending: 1024}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxTests <= 0 {
@@ -52,6 +65,15 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxTotalStreams <= 0 {
 		l.MaxTotalStreams = DefaultLimits.MaxTotalStreams
+	}
+	if l.MaxTestsPerAddr <= 0 {
+		l.MaxTestsPerAddr = DefaultLimits.MaxTestsPerAddr
+	}
+	if l.MaxPendingPerAddr <= 0 {
+		l.MaxPendingPerAddr = DefaultLimits.MaxPendingPerAddr
+	}
+	if l.MaxPending <= 0 {
+		l.MaxPending = DefaultLimits.MaxPending
 	}
 	return l
 }

@@ -34,7 +34,7 @@ const maxI3Params = 8 << 10
 // bytes (head) were its cookie's: the control connection of a new test,
 // or a data connection of a running one. seq is its place in the accept
 // order.
-func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte, seq uint64) {
+func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte, seq uint64, admitted func()) {
 	rest := make([]byte, i3CookieLen-len(head))
 	if _, err := io.ReadFull(c, rest); err != nil || rest[len(rest)-1] != 0 || !isI3Cookie(rest[:len(rest)-1]) {
 		c.Close()
@@ -55,14 +55,15 @@ func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte, se
 		s.mu.Unlock()
 		_ = c.SetReadDeadline(time.Time{})
 		t.data <- dataConn{conn: c, stream: -1, seq: seq}
+		admitted()
 		return
 	}
 	s.mu.Unlock()
-	s.iperf3Control(ctx, c, []byte(cookie))
+	s.iperf3Control(ctx, c, []byte(cookie), admitted)
 }
 
 // iperf3Control runs one test for a stock iperf3 client.
-func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []byte) {
+func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []byte, admitted func()) {
 	defer conn.Close()
 	log := s.Logger.With("client", conn.RemoteAddr().String(), "protocol", "iperf3")
 	_ = conn.SetNoDelay(true)
@@ -83,7 +84,7 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 		err = checkLimits(&cfg, s.Limits)
 	}
 	if err != nil {
-		log.Info("refused", "reason", err)
+		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		ierrno, errno := i3ErrnoFor(err, p.ClientVersion, span(&cfg) > s.Limits.MaxDuration)
 		i3SendError(conn, ierrno, errno)
 		return
@@ -95,11 +96,12 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 		t.clientIP = ta.IP
 	}
 	if err := s.admit(t); err != nil {
-		log.Info("refused", "reason", err)
+		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		_, _ = conn.Write([]byte{i3AccessDenied})
 		return
 	}
 	defer s.release(t)
+	admitted()
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg}
 	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.BlockCount > 0, p.ServerOutput != nil, log)

@@ -537,7 +537,7 @@ func TestLateDataConnectionClosed(t *testing.T) {
 	c, _ := ln.Accept()
 	var magic [magicLen]byte
 	io.ReadFull(c, magic[:])
-	srv.data(c.(*net.TCPConn))
+	srv.data(c.(*net.TCPConn), func() {})
 	var got [1]byte
 	b.Read(got[:])
 	if got[0] != 1 {

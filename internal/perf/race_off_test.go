@@ -2,6 +2,13 @@
 
 package perf_test
 
+import "time"
+
 // rateTol is how far two ends' rates of one flow may differ in these
 // tests (see race_on_test.go for the race detector's).
 const rateTol = 0.02
+
+// clockSlack is how far apart two ends' clocks of one flow may start and
+// stop: the trips of TEST_RUNNING and TEST_END, and a busy machine's
+// scheduling (0.1–0.6 ms seen).
+const clockSlack = 5 * time.Millisecond

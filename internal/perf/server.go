@@ -46,7 +46,12 @@ type Server struct {
 	// replaced whenever a turn ends.
 	udpTurn   map[string]*serverTest
 	turnFreed chan struct{}
-	wg        sync.WaitGroup
+	// pending counts, per client address (addrKey) and in all, the
+	// connections not yet part of a test (see enterPending).
+	pending      map[string]int
+	pendingTotal int
+	refusals     refusalLog
+	wg           sync.WaitGroup
 }
 
 // TestRecord is what the server saw of one test.
@@ -122,7 +127,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.running = make(map[string]*serverTest)
 	s.udpTurn = make(map[string]*serverTest)
 	s.turnFreed = make(chan struct{})
+	s.pending = make(map[string]int)
 	s.mu.Unlock()
+	s.refusals.logger = s.Logger
 
 	// UDP tests use the same port number over UDP. A server that cannot
 	// open it still serves TCP; UDP clients then time out with a hint.
@@ -160,7 +167,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		seq++
 		n := seq // this connection's, not the loop's next
-		s.wg.Go(func() { s.handle(ctx, c, n) })
+		leave, ok := s.enterPending(c)
+		if !ok {
+			c.Close()
+			continue
+		}
+		s.wg.Go(func() {
+			defer leave()
+			s.handle(ctx, c, n, leave)
+		})
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -172,9 +187,53 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
+// addrKey is a connection's client address, as the limits count it.
+func addrKey(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return string(ta.IP.To16())
+	}
+	return a.String()
+}
+
+// enterPending counts a new connection as pending, or says it is over
+// MaxPendingPerAddr or MaxPending (then it is closed at once, before it
+// costs more than its descriptor). leave ends its pending time, once:
+// when it has become part of a test, or ends.
+func (s *Server) enterPending(c net.Conn) (leave func(), ok bool) {
+	key := addrKey(c.RemoteAddr())
+	s.mu.Lock()
+	over := ""
+	switch {
+	case s.pending[key] >= s.Limits.MaxPendingPerAddr:
+		over = "pending-per-address"
+	case s.pendingTotal >= s.Limits.MaxPending:
+		over = "pending"
+	default:
+		s.pending[key]++
+		s.pendingTotal++
+	}
+	s.mu.Unlock()
+	if over != "" {
+		s.refusals.note(over, c.RemoteAddr(), "too many connections not yet part of a test: closed at once")
+		return nil, false
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.pending[key]--; s.pending[key] <= 0 {
+				delete(s.pending, key)
+			}
+			s.pendingTotal--
+			s.mu.Unlock()
+		})
+	}, true
+}
+
 // handle tells a connection's kind by its first bytes; seq is its place
-// in the accept order.
-func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64) {
+// in the accept order. admitted ends the connection's pending time: its
+// handler calls it once the connection is part of a test.
+func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64, admitted func()) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
 		c.Close()
@@ -188,12 +247,12 @@ func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64) {
 	}
 	switch string(magic[:]) {
 	case controlMagic:
-		s.control(ctx, tc)
+		s.control(ctx, tc, admitted)
 	case dataMagic:
-		s.data(tc)
+		s.data(tc, admitted)
 	default:
 		if isI3Cookie(magic[:]) {
-			s.iperf3Conn(ctx, tc, magic[:], seq)
+			s.iperf3Conn(ctx, tc, magic[:], seq, admitted)
 			return
 		}
 		s.Logger.Debug("unknown protocol", "remote", c.RemoteAddr(), "first_bytes", fmt.Sprintf("%q", magic[:]))
@@ -202,7 +261,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64) {
 }
 
 // data hands a data connection to the test whose cookie it carries.
-func (s *Server) data(c *net.TCPConn) {
+func (s *Server) data(c *net.TCPConn, admitted func()) {
 	rest := make([]byte, dataPreambleLen-magicLen)
 	if _, err := io.ReadFull(c, rest); err != nil {
 		c.Close()
@@ -215,17 +274,21 @@ func (s *Server) data(c *net.TCPConn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	t := s.running[string(cookie)]
-	if t == nil || t.full || id >= t.nconn {
+	taken := false
+	if t != nil && !t.full && id < t.nconn {
+		select {
+		case t.data <- dataConn{conn: c, stream: id}:
+			taken = true
+		default: // more connections than the test has streams
+		}
+	}
+	s.mu.Unlock()
+	if !taken {
 		c.Close()
 		return
 	}
-	select {
-	case t.data <- dataConn{conn: c, stream: id}:
-	default:
-		c.Close() // more connections than the test has streams
-	}
+	admitted()
 }
 
 // admit registers a test or says why not.
@@ -241,6 +304,16 @@ func (s *Server) admit(t *serverTest) error {
 	if n := len(s.running); n >= s.Limits.MaxTests {
 		return errorf(CodeBusy, "try again when a test has finished, or raise the server's --max-tests",
 			"server busy (%d running, limit %d)", n, s.Limits.MaxTests)
+	}
+	mine := 0
+	for _, r := range s.running {
+		if r.clientIP.Equal(t.clientIP) {
+			mine++
+		}
+	}
+	if mine >= s.Limits.MaxTestsPerAddr {
+		return errorf(CodeBusy, "try again when one of them has finished",
+			"%d tests from your address are running (limit %d)", mine, s.Limits.MaxTestsPerAddr)
 	}
 	streams := 0
 	for _, r := range s.running {
@@ -300,7 +373,7 @@ func (s *Server) closeLate(t *serverTest) {
 }
 
 // control runs one test from hello to bye.
-func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
+func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()) {
 	defer conn.Close()
 	log := s.Logger.With("client", conn.RemoteAddr().String())
 	c := newCtrl(conn, maxClientMessage)
@@ -320,18 +393,20 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn) {
 		return
 	}
 	if err := checkLimits(&cfg, s.Limits); err != nil {
+		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
 		return
 	}
 	dirs := cfg.Directions()
 	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now(),
-		claimed: make([]bool, len(dirs))}
+		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP}
 	if err := s.admit(t); err != nil {
-		log.Info("refused", "reason", err)
+		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
 		return
 	}
 	defer s.release(t)
+	admitted()
 
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg}
