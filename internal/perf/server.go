@@ -327,6 +327,28 @@ func (s *Server) admit(t *serverTest) error {
 	return nil
 }
 
+// admissionAttrs are the attributes of a test's admission log line: who
+// asked for what, so that the log says who tests and how hard.
+func admissionAttrs(version string, cfg model.TestConfig) []any {
+	dir := "client-sends"
+	switch {
+	case cfg.Bidir:
+		dir = "both"
+	case cfg.Reverse:
+		dir = "server-sends"
+	}
+	attrs := []any{"client_version", version, "protocol", string(cfg.Protocol), "direction", dir, "streams", len(cfg.Directions())}
+	if cfg.Duration > 0 {
+		attrs = append(attrs, "duration", (cfg.Omit + cfg.Duration).String())
+	} else {
+		attrs = append(attrs, "bytes", cfg.Bytes.Decimal())
+	}
+	if cfg.Bitrate > 0 {
+		attrs = append(attrs, "bitrate", cfg.Bitrate.String())
+	}
+	return attrs
+}
+
 // peerAttrs are a log line's attributes naming a test's UDP peers, if
 // it had any.
 func peerAttrs(peers []string) []any {
@@ -407,6 +429,7 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()
 	}
 	defer s.release(t)
 	admitted()
+	log.Info("test admitted", admissionAttrs(m.Hello.Version, cfg)...)
 
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg}
