@@ -517,3 +517,16 @@ func TestIdleConnectionsPerAddress(t *testing.T) {
 	}
 	checkRun(t, run)
 }
+
+// The pending limit per address leaves room for an admitted test's own
+// data connections, which are pending until read: 256 of them at once for
+// -P 128 --bidir. Before, a stock client's --bidir -P 16 had connections
+// closed at once ("Transport endpoint is not connected").
+func TestPendingLimitLeavesRoomForStreams(t *testing.T) {
+	addr := serveWith(t, &Server{Version: "test", Limits: Limits{MaxPendingPerAddr: 2}})
+	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 16, Bidir: true}))
+	if err != nil {
+		t.Fatalf("-P 16 --bidir under a pending limit of 2: %v", err)
+	}
+	checkRun(t, run)
+}

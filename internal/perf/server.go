@@ -50,6 +50,12 @@ type Server struct {
 	// connections not yet part of a test (see enterPending).
 	pending      map[string]int
 	pendingTotal int
+	// expected counts, per client address and in all, the data
+	// connections of admitted tests that have not all arrived: they are
+	// pending too until read, and a test of 128 streams each way opens
+	// 256 at once. The pending limits grow by them.
+	expected      map[string]int
+	expectedTotal int
 	refusals     refusalLog
 	wg           sync.WaitGroup
 }
@@ -111,6 +117,9 @@ type serverTest struct {
 	// udpPeers are the addresses its UDP streams send to (under
 	// Server.mu), for the log.
 	udpPeers []string
+	// expecting: admit counted its data connections as expected (under
+	// Server.mu), until arrivedLocked.
+	expecting bool
 }
 
 // Serve accepts connections until ctx ends, then stops the running tests
@@ -128,6 +137,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.udpTurn = make(map[string]*serverTest)
 	s.turnFreed = make(chan struct{})
 	s.pending = make(map[string]int)
+	s.expected = make(map[string]int)
 	s.mu.Unlock()
 	s.refusals.logger = s.Logger
 
@@ -204,9 +214,9 @@ func (s *Server) enterPending(c net.Conn) (leave func(), ok bool) {
 	s.mu.Lock()
 	over := ""
 	switch {
-	case s.pending[key] >= s.Limits.MaxPendingPerAddr:
+	case s.pending[key] >= s.Limits.MaxPendingPerAddr+s.expected[key]:
 		over = "pending-per-address"
-	case s.pendingTotal >= s.Limits.MaxPending:
+	case s.pendingTotal >= s.Limits.MaxPending+s.expectedTotal:
 		over = "pending"
 	default:
 		s.pending[key]++
@@ -324,7 +334,26 @@ func (s *Server) admit(t *serverTest) error {
 			"server busy (%d streams running, limit %d)", streams, s.Limits.MaxTotalStreams)
 	}
 	s.running[string(t.cookie)] = t
+	if !t.udp {
+		s.expected[string(t.clientIP.To16())] += t.nconn
+		s.expectedTotal += t.nconn
+		t.expecting = true
+	}
 	return nil
+}
+
+// arrivedLocked ends the allowance admit made for t's data connections:
+// they have all arrived, or never will. Called with s.mu held.
+func (s *Server) arrivedLocked(t *serverTest) {
+	if !t.expecting {
+		return
+	}
+	t.expecting = false
+	key := string(t.clientIP.To16())
+	if s.expected[key] -= t.nconn; s.expected[key] <= 0 {
+		delete(s.expected, key)
+	}
+	s.expectedTotal -= t.nconn
 }
 
 // admissionAttrs are the attributes of a test's admission log line: who
@@ -368,6 +397,7 @@ func (s *Server) udpPeersOf(t *serverTest) []string {
 func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
+	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
 	s.mu.Unlock()
 	s.closeLate(t)
@@ -378,6 +408,7 @@ func (s *Server) release(t *serverTest) {
 func (s *Server) seal(t *serverTest) {
 	s.mu.Lock()
 	t.full = true
+	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
 	s.mu.Unlock()
 	s.closeLate(t)
