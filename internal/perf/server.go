@@ -56,8 +56,8 @@ type Server struct {
 	// 256 at once. The pending limits grow by them.
 	expected      map[string]int
 	expectedTotal int
-	refusals     refusalLog
-	wg           sync.WaitGroup
+	refusals      refusalLog
+	wg            sync.WaitGroup
 }
 
 // TestRecord is what the server saw of one test.
