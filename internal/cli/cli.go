@@ -103,7 +103,7 @@ func classify(err error) (int, string) {
 		return ExitTimeout, hint
 	case perf.CodeVersion, perf.CodeProtocol, perf.CodeUnverified:
 		return ExitProtocol, hint
-	case perf.CodeBusy, perf.CodeLimit, perf.CodeShutdown:
+	case perf.CodeBusy, perf.CodeLimit, perf.CodeDenied, perf.CodeShutdown:
 		return ExitBusy, hint
 	case perf.CodeBadConfig:
 		return ExitUsage, hint

@@ -5,22 +5,29 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 type serverFlags struct {
-	listen  string
-	port    int    // iperf3's -p: replaces the port of --listen
-	bind    string // iperf3's -B: replaces the host of --listen
-	limits  perf.Limits
-	jsonLog bool
-	debug   bool
+	listen     string
+	port       int    // iperf3's -p: replaces the port of --listen
+	bind       string // iperf3's -B: replaces the host of --listen
+	limits     perf.Limits
+	limitsFile string
+	check      bool
+	jsonLog    bool
+	debug      bool
 }
+
+// limitFlags are the flags a limits file replaces.
+var limitFlags = []string{"max-tests", "max-duration", "max-streams", "max-total-streams", "max-tests-per-address", "max-pending-per-address", "max-pending"}
 
 func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &serverFlags{limits: perf.DefaultLimits}
@@ -30,7 +37,12 @@ func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Serve memory-to-memory tests. Unlike iperf3's server, several clients can
 test at once, up to --max-tests; a client over a limit gets a clear
 "server busy" error. SIGINT or SIGTERM stops the running tests cleanly:
-their clients still get results.`,
+their clients still get results.
+
+For a public server, --limits FILE gives each class of client networks
+its own limits (allow or deny, tests, streams, duration, TCP and UDP rate
+caps, protocols); --check prints what a file means and exits. An example
+is deploy/limits.toml in tcpscope's source.`,
 		Args: noArgs("tcpscope server --listen :5201"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServer(cmd, f, stdout, stderr)
@@ -47,15 +59,51 @@ their clients still get results.`,
 	fl.IntVar(&f.limits.MaxTestsPerAddr, "max-tests-per-address", f.limits.MaxTestsPerAddr, "concurrent tests from one client address")
 	fl.IntVar(&f.limits.MaxPendingPerAddr, "max-pending-per-address", f.limits.MaxPendingPerAddr, "connections from one address not yet part of a test (more are closed at once)")
 	fl.IntVar(&f.limits.MaxPending, "max-pending", f.limits.MaxPending, "connections from all addresses not yet part of a test")
+	fl.StringVar(&f.limitsFile, "limits", "", "limits file: classes of client networks, each with its own limits (TOML; see deploy/limits.toml)")
+	fl.BoolVar(&f.check, "check", false, "check the limits (of --limits, or the flags), print them and exit")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
 	return cmd
 }
 
+// serverPolicy is the server's policy: the limits file's, or the flags'.
+func serverPolicy(cmd *cobra.Command, f *serverFlags) (limits.Table, error) {
+	if f.limitsFile == "" {
+		if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxTotalStreams < 1 || f.limits.MaxDuration < time.Second ||
+			f.limits.MaxTestsPerAddr < 1 || f.limits.MaxPendingPerAddr < 1 || f.limits.MaxPending < 1 {
+			return limits.Table{}, usagef("limits must be positive, --max-duration at least 1s", "bad server limits")
+		}
+		t := f.limits.Table()
+		if err := t.Check(); err != nil {
+			return limits.Table{}, usagef("see tcpscope server --help for each limit's range", "bad server limits: %v", err)
+		}
+		return t, nil
+	}
+	for _, name := range limitFlags {
+		if cmd.Flags().Changed(name) {
+			return limits.Table{}, usagef("set it in the limits file instead, in its [server] or [default] section", "--%s and --limits together", name)
+		}
+	}
+	data, err := os.ReadFile(f.limitsFile)
+	if err != nil {
+		return limits.Table{}, usagef("give the path of a limits file; deploy/limits.toml is an example", "read limits: %v", err)
+	}
+	t, err := limits.Parse(data, limits.Builtin())
+	if err != nil {
+		return limits.Table{}, usagef("fix the file, then check it with tcpscope server --limits FILE --check", "limits file %s: %v", f.limitsFile, err)
+	}
+	t.Source = f.limitsFile
+	return t, nil
+}
+
 func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
-	if f.limits.MaxTests < 1 || f.limits.MaxStreams < 1 || f.limits.MaxTotalStreams < 1 || f.limits.MaxDuration < time.Second ||
-		f.limits.MaxTestsPerAddr < 1 || f.limits.MaxPendingPerAddr < 1 || f.limits.MaxPending < 1 {
-		return usagef("limits must be positive, --max-duration at least 1s", "bad server limits")
+	policy, err := serverPolicy(cmd, f)
+	if err != nil {
+		return err
+	}
+	if f.check {
+		policy.Format(stdout)
+		return nil
 	}
 	level := slog.LevelInfo
 	if f.debug {
@@ -88,10 +136,16 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
-	fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %d per client address, %v each, %d streams)\n",
-		Version, ln.Addr(), f.limits.MaxTests, f.limits.MaxTestsPerAddr, f.limits.MaxDuration, f.limits.MaxStreams)
+	if len(policy.Classes) == 0 {
+		d := policy.Default
+		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %d per client address, %v each, %d streams)\n",
+			Version, ln.Addr(), policy.Server.MaxTests, d.MaxTestsPerAddr, d.MaxDuration, d.MaxStreams)
+	} else {
+		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
+			Version, ln.Addr(), policy.Server.MaxTests, policy.Source, len(policy.Classes))
+	}
 	logger := slog.New(h)
-	srv := &perf.Server{Limits: f.limits, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
+	srv := &perf.Server{Policy: &policy, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
 	srv.OnTest = func(rec perf.TestRecord) {

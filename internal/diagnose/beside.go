@@ -157,6 +157,11 @@ func zeroWindow(v *view, lim limitSet) (model.Finding, bool) {
 	if !v.sndKernel || v.samples == 0 || v.zeroWindows < minZeroWindows || float64(v.zeroWindows) < zeroWindowShare*float64(v.samples) {
 		return model.Finding{}, false
 	}
+	if lim["server-rate-cap"] {
+		// The server read no faster than its cap: a window it closed
+		// on purpose.
+		return model.Finding{}, false
+	}
 	f := model.Finding{ID: "zero-window", Layer: model.LayerApplication, Severity: model.Warning, Confidence: model.High}
 	if lim["rwnd-limited"] || lim["slow-reader"] {
 		f.Severity = model.Critical

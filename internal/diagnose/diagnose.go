@@ -55,6 +55,9 @@ const (
 	// appRateShare: goodput at least this share of the rate -b asked for
 	// is the application's own limit.
 	appRateShare = 0.9
+	// serverCapShare of a server's rate cap is a transfer held by it:
+	// read pacing runs a little under the rate it aims at.
+	serverCapShare = 0.85
 	// sendQPlateau: a send queue that stayed within this share of its
 	// largest over the idle samples is held at a ceiling (a full buffer),
 	// not fed in bursts.

@@ -214,6 +214,12 @@ func TestLimits(t *testing.T) {
 			"cubic through a 50 Mbit/s policer at 40 ms: slow start lost 5–12%, the window then regrew without loss at the minimum round trip, and the verdict was a 45 Mbit/s bottleneck", nil},
 		{"sndbuf-limited.overrun", []string{"sndbuf-limited"}, []string{"bottleneck"},
 			"64 KiB send buffer under cubic at 100 Mbit/s, 20 ms: the send queue past the buffer in bursts, the kernel's counters 100% cwnd-limited, 52 Mbit/s called the path's bottleneck", nil},
+		{"server-rate-cap.up", []string{"server-rate-cap"}, []string{"zero-window", "rwnd-limited", "slow-reader", "bottleneck"},
+			"a server holding -P 2 to 200 Mbit/s by reading no faster: its closed window is its policy, not a slow application", nil},
+		{"server-rate-cap.down", []string{"server-rate-cap"}, []string{"pacing-limited", "bottleneck"},
+			"a server pacing -R -P 2 at 100 Mbit/s a stream: its SO_MAX_PACING_RATE is the server's policy, not the application's to raise", nil},
+		{"server-rate-cap.bidir", []string{"server-rate-cap", "server-rate-cap"}, []string{"zero-window", "pacing-limited", "bottleneck"},
+			"--bidir -P 2 under a 200 Mbit/s cap: each direction held to its streams' half", nil},
 		{"policer.cubic", []string{"policer"}, []string{"lossy-path", "loss-limited"},
 			"cubic through a 10 Mbit/s policer: 11.9% retransmitted with the round trip at its minimum", nil},
 	} {

@@ -17,6 +17,9 @@ import (
 // verdict names the same pair whichever happened to show more in one
 // short run.
 func limit(v *view, run *model.Run, o Options) []model.Finding {
+	if f, ok := serverCapped(v, run); ok {
+		return []model.Finding{f}
+	}
 	if !v.sndKernel {
 		return []model.Finding{receiverOnly(v, run, o)}
 	}
@@ -513,6 +516,30 @@ func appLimited(v *view, run *model.Run) model.Finding {
 	}
 	f.Fix = []model.Fix{{Where: "application", Kind: "application", Command: "check the sender's CPU (top, mpstat) and how fast it produces data" + largerBlocks(run)}}
 	return f
+}
+
+// serverCapped: the server held the test to a rate by its limits for
+// the client's address (it paces what it sends, and reads no faster than
+// the rate, which closes the window on the client's sender). What looks
+// like a pacing cap, a full receive window or a slow reader is then the
+// server's policy, not the path's or the hosts'.
+func serverCapped(v *view, run *model.Run) (model.Finding, bool) {
+	// The cap is the test's, shared by all its streams: a direction of
+	// a --bidir test has its streams' share.
+	all := len(run.Config.Directions())
+	if run.ServerRateCap <= 0 || all == 0 || !v.receivedOK {
+		return model.Finding{}, false
+	}
+	c := model.Bitrate(float64(run.ServerRateCap) * float64(min(max(v.streams, 1), all)) / float64(all))
+	if float64(v.goodput) < serverCapShare*float64(c) {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "server-rate-cap", Layer: model.LayerApplication, Severity: model.Info, Confidence: model.High}
+	f.Summary = fmt.Sprintf("The server's rate cap is the limit: it holds tests from this address to %s, and the transfer got %s.", rate(c), rate(v.goodput))
+	f.Explanation = "A public test server may cap each test's rate by the client's network (its limits file): it paces what it sends and reads what it receives no faster, so the test shows the cap, not what the path carries."
+	f.Evidence = []model.Evidence{goodputEvidence(v), {What: "the server's cap for these streams (its cap per test, shared by all the test's streams)", Value: rate(c), Source: "server"}}
+	f.Fix = []model.Fix{{Where: "server", Kind: "tcpscope", Command: "test against a server without a cap for your address (or ask its operator)"}}
+	return f, true
 }
 
 // pacingLimited: the sender's pacing cap (SO_MAX_PACING_RATE) is what

@@ -138,8 +138,8 @@ func (cf *classFile) apply(c *Class) error {
 			continue
 		}
 		v, err := model.ParseBitrate(*r.in)
-		if err != nil || v == 0 {
-			return fmt.Errorf("%s = %q: want a rate such as \"100M\" or \"1G\" (bit/s), or \"none\"", r.name, *r.in)
+		if err != nil || v < minRate || v > maxRate {
+			return fmt.Errorf("%s = %q: want a rate from 8k to 10T bit/s, such as \"100M\" or \"1G\", or \"none\"", r.name, *r.in)
 		}
 		*r.out = v
 	}

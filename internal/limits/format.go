@@ -12,18 +12,28 @@ import (
 // then each class in the order it is matched, with every limit it ends
 // up with (inherited ones included), in lines that fit 80 columns.
 func (t *Table) Format(w io.Writer) {
-	fmt.Fprintf(w, "limits: %s; %d classes, first match wins, then default\n", t.Source, len(t.Classes))
+	if len(t.Classes) == 0 {
+		fmt.Fprintf(w, "limits: %s; one class for every address\n", t.Source)
+	} else {
+		fmt.Fprintf(w, "limits: %s; %d classes, first match wins, then default\n", t.Source, len(t.Classes))
+	}
 	s := t.Server
 	fmt.Fprintf(w, "server: %d tests, %d streams, %d connections not yet in a test, at once\n",
 		s.MaxTests, s.MaxTotalStreams, s.MaxPending)
 	for i := range t.Classes {
-		t.Classes[i].format(w, s)
+		t.Classes[i].format(w, s, "")
 	}
-	t.Default.format(w, s)
+	rest := "every address no class above holds"
+	if len(t.Classes) == 0 {
+		rest = "every address"
+	}
+	t.Default.format(w, s, rest)
 }
 
-func (c *Class) format(w io.Writer, s Server) {
-	nets := "every address no class above holds"
+// format writes a class; rest describes the addresses of a class
+// without networks (the default).
+func (c *Class) format(w io.Writer, s Server, rest string) {
+	nets := rest
 	if len(c.Networks) > 0 {
 		parts := make([]string, len(c.Networks))
 		for i, p := range c.Networks {

@@ -307,6 +307,11 @@ type Run struct {
 	Remote   EndReport          `json:"server_end"`
 	Summary  []DirectionSummary `json:"summary"`
 	Warnings []string           `json:"warnings,omitempty"`
+	// ServerRateCap is the rate the server held this TCP test to, all
+	// streams together, by its limits for the client's address: it paced
+	// what it sent and read no faster. Absent: the server capped nothing
+	// (or could not say: a stock iperf3 server).
+	ServerRateCap Bitrate `json:"server_rate_cap,omitempty"`
 	// ServerOutput is a stock iperf3 server's own output, when asked for
 	// (--get-server-output): its text, or its JSON document.
 	ServerOutput string `json:"server_output,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -59,7 +60,13 @@ func openSession(t *testing.T, addr string, cfg model.TestConfig) *session {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s := &session{t: t, addr: addr, ctrl: c.(*net.TCPConn), r: bufio.NewReader(c)}
+	return helloOn(t, addr, c.(*net.TCPConn), cfg)
+}
+
+// helloOn says hello with cfg on c and expects a welcome.
+func helloOn(t *testing.T, addr string, c *net.TCPConn, cfg model.TestConfig) *session {
+	t.Helper()
+	s := &session{t: t, addr: addr, ctrl: c, r: bufio.NewReader(c)}
 	c.Write([]byte(controlMagic))
 	if err := writeMessage(c, &message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Config: cfg}}); err != nil {
 		t.Fatal(err)
@@ -255,22 +262,41 @@ func TestCookieReuseCountsEveryTest(t *testing.T) {
 	}
 }
 
+// fuzzClass is the class fuzzed configs are checked against: the
+// built-in default, with rate caps.
+func fuzzClass() *limits.Class {
+	c := limits.Builtin().Default
+	c.MaxRate = model.GbitPerSecond
+	c.MaxUDPRate = 100 * model.MbitPerSecond
+	return &c
+}
+
 // acceptedWithin fails t unless cfg, which Normalize and checkLimits
-// accepted, runs for a positive time within l's duration limit (or is a
-// byte count, which the limit ends), with streams within its limit.
-func acceptedWithin(t *testing.T, cfg model.TestConfig, l Limits) {
+// accepted, runs for a positive time within cl's duration limit (or is a
+// byte count, which the limit ends), with streams within its limit, and
+// at a rate within its caps: what the client asked for, and what the
+// server's end runs.
+func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 	t.Helper()
-	l = l.withDefaults()
 	d := span(&cfg)
+	n := float64(len(cfg.Directions()))
 	switch {
 	case cfg.Parallel < 1 || cfg.Parallel > MaxParallel || cfg.Length < 1:
 		t.Fatalf("accepted %+v", cfg)
-	case len(cfg.Directions()) > l.MaxStreams:
-		t.Fatalf("accepted %d streams over a limit of %d", len(cfg.Directions()), l.MaxStreams)
-	case cfg.Bytes == 0 && (d <= 0 || d > l.MaxDuration):
-		t.Fatalf("accepted a test of %v (-t %v, -O %v) under a limit of %v", d, cfg.Duration, cfg.Omit, l.MaxDuration)
+	case len(cfg.Directions()) > cl.MaxStreams:
+		t.Fatalf("accepted %d streams over a limit of %d", len(cfg.Directions()), cl.MaxStreams)
+	case cfg.Bytes == 0 && (d <= 0 || d > cl.MaxDuration):
+		t.Fatalf("accepted a test of %v (-t %v, -O %v) under a limit of %v", d, cfg.Duration, cfg.Omit, cl.MaxDuration)
 	case cfg.Bytes < 0 || cfg.Bitrate < 0 || cfg.Omit < 0:
 		t.Fatalf("accepted %+v", cfg)
+	case cfg.IsUDP() && (cfg.Bitrate == 0 || float64(cfg.Bitrate)*n > float64(cl.MaxUDPRate)):
+		t.Fatalf("accepted UDP at -b %v per stream, %v streams, over a cap of %v", cfg.Bitrate, n, cl.MaxUDPRate)
+	case !cfg.IsUDP() && float64(cfg.Bitrate)*n > float64(cl.MaxRate):
+		t.Fatalf("accepted TCP at -b %v per stream, %v streams, over a cap of %v", cfg.Bitrate, n, cl.MaxRate)
+	}
+	if e, readCap := serverEnd(cfg, cl); !cfg.IsUDP() && (e.FQRate <= 0 || readCap <= 0 ||
+		float64(e.FQRate)*n > float64(cl.MaxRate) || float64(readCap)*n > float64(cl.MaxRate)) {
+		t.Fatalf("the server's end paces at %v and reads at %v per stream, %v streams, under a cap of %v", e.FQRate, readCap, n, cl.MaxRate)
 	}
 }
 

@@ -100,6 +100,10 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		}
 	}
 	run.Warnings = bufferWarnings(&cfg, run.Streams)
+	if w.RateCap > 0 {
+		run.ServerRateCap = w.RateCap
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the server holds this test to %v, all streams together (its limits for your address): the rate measured is at most that, whatever the path carries", w.RateCap))
+	}
 	return c.measure(ctx, ctl, cfg, streams, run)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -25,7 +26,9 @@ const (
 	maxWindow       = 1 * model.GiB
 )
 
-// Limits bound what a server accepts; zero fields take the defaults.
+// Limits bound what a server accepts, the same for every client
+// address; zero fields take the defaults. A Server's Policy, when set,
+// replaces them with classes of addresses (package limits).
 type Limits struct {
 	MaxTests    int           // concurrent tests
 	MaxDuration time.Duration // per test, including the omitted start
@@ -49,9 +52,28 @@ type Limits struct {
 	MaxPending        int
 }
 
-// DefaultLimits are a server's limits unless configured.
-var DefaultLimits = Limits{MaxTests: 32, MaxDuration: 5 * time.Minute, MaxStreams: MaxParallel, MaxTotalStreams: 512,
-	MaxTestsPerAddr: 4, MaxPendingPerAddr: 16, MaxPending: 1024}
+// DefaultLimits are a server's limits unless configured: the built-in
+// policy's.
+var DefaultLimits = limitsOf(limits.Builtin())
+
+func limitsOf(t limits.Table) Limits {
+	return Limits{MaxTests: t.Server.MaxTests, MaxDuration: t.Default.MaxDuration, MaxStreams: t.Default.MaxStreams,
+		MaxTotalStreams: t.Server.MaxTotalStreams, MaxTestsPerAddr: t.Default.MaxTestsPerAddr,
+		MaxPendingPerAddr: t.Default.MaxPendingPerAddr, MaxPending: t.Server.MaxPending}
+}
+
+// Table is the policy of these limits: one class for every address.
+func (l Limits) Table() limits.Table {
+	l = l.withDefaults()
+	t := limits.Builtin()
+	t.Server = limits.Server{MaxTests: l.MaxTests, MaxTotalStreams: l.MaxTotalStreams, MaxPending: l.MaxPending}
+	t.Default.MaxDuration = l.MaxDuration
+	t.Default.MaxStreams = l.MaxStreams
+	t.Default.MaxTestsPerAddr = l.MaxTestsPerAddr
+	t.Default.MaxPendingPerAddr = l.MaxPendingPerAddr
+	t.Source = "command-line limits"
+	return t
+}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxTests <= 0 {
@@ -158,14 +180,72 @@ func span(c *model.TestConfig) time.Duration {
 	return c.Omit + c.Duration
 }
 
-// checkLimits applies a server's limits to a normalized config.
-func checkLimits(c *model.TestConfig, l Limits) error {
+// checkLimits applies a client's class to a normalized config; iperf3:
+// the client is a stock iperf3.
+func checkLimits(c *model.TestConfig, cl *limits.Class, iperf3 bool) error {
+	want := limits.TCP
+	if c.IsUDP() {
+		want = limits.UDP
+	}
+	if iperf3 {
+		want |= limits.Iperf3
+	}
+	if cl.Protocols&want != want {
+		return errorf(CodeDenied, fmt.Sprintf("this server allows %s from your address", cl.Protocols),
+			"%s tests%s not allowed from your address", c.Protocol, map[bool]string{true: " from iperf3 clients"}[iperf3])
+	}
 	streams := len(c.Directions())
-	if streams > l.MaxStreams {
-		return errorf(CodeLimit, fmt.Sprintf("ask for at most %d streams", l.MaxStreams), "%d streams over the server's limit of %d", streams, l.MaxStreams)
+	if streams > cl.MaxStreams {
+		return errorf(CodeLimit, fmt.Sprintf("ask for at most %d streams", cl.MaxStreams), "%d streams over the server's limit of %d", streams, cl.MaxStreams)
 	}
-	if d := span(c); d > l.MaxDuration {
-		return errorf(CodeLimit, fmt.Sprintf("ask for at most %v", l.MaxDuration), "duration %v over the server's limit of %v", d, l.MaxDuration)
+	if d := span(c); d > cl.MaxDuration {
+		return errorf(CodeLimit, fmt.Sprintf("ask for at most %v", cl.MaxDuration), "duration %v over the server's limit of %v", d, cl.MaxDuration)
 	}
-	return nil
+	capRate, over := overRate(c, cl)
+	if !over {
+		return nil
+	}
+	perStream := capRate / model.Bitrate(streams)
+	if c.Bitrate == 0 {
+		return errorf(CodeLimit, fmt.Sprintf("ask for -b %v or less per stream", perStream),
+			"-b 0 (as fast as possible) over the server's UDP cap of %v per test", capRate)
+	}
+	return errorf(CodeLimit, fmt.Sprintf("ask for -b %v or less per stream with %d streams", perStream, streams),
+		"-b %v per stream, %v in all, over the server's cap of %v per test", c.Bitrate, c.Bitrate*model.Bitrate(streams), capRate)
+}
+
+// overRate says whether a test's -b, over all its streams, is over its
+// class's cap, and what the cap is (0: none). A UDP test without a rate
+// (-b 0) is as fast as it goes, over any cap; a TCP test without one is
+// held to the cap by the server (serverEnd).
+func overRate(c *model.TestConfig, cl *limits.Class) (model.Bitrate, bool) {
+	capRate := cl.MaxRate
+	if c.IsUDP() {
+		capRate = cl.MaxUDPRate
+	}
+	if capRate == 0 {
+		return 0, false
+	}
+	if c.Bitrate == 0 {
+		return capRate, c.IsUDP()
+	}
+	return capRate, float64(c.Bitrate)*float64(len(c.Directions())) > float64(capRate)
+}
+
+// serverEnd is the config the server's end of a test runs, and the rate
+// its TCP receivers read at most (0: any): the client's config, with a
+// TCP rate cap applied to each stream's share. What the server sends is
+// paced by the kernel (SO_MAX_PACING_RATE, which works with any qdisc
+// since TCP paces itself); what it receives is read no faster, so that
+// the receive window closes on a client that sends faster. The client's
+// -b, within the cap (checkLimits), is left as asked.
+func serverEnd(c model.TestConfig, cl *limits.Class) (model.TestConfig, model.Bitrate) {
+	if c.IsUDP() || cl.MaxRate == 0 {
+		return c, 0
+	}
+	share := cl.MaxRate / model.Bitrate(len(c.Directions()))
+	if c.FQRate == 0 || c.FQRate > share {
+		c.FQRate = share
+	}
+	return c, share
 }

@@ -61,6 +61,12 @@ type end struct {
 	emit func(model.Interval)
 	// hardStop bounds a test whatever its config (the server's limit).
 	hardStop time.Duration
+	// readCap holds each receiving TCP stream to this rate, the server's
+	// share of its cap on the test (0: none). Unlike --read-rate, a slow
+	// consumer that drains at full speed once the senders' planned end is
+	// past, the cap holds to the last byte: what the client's sender
+	// buffered is still the test's, and must not cross above the cap.
+	readCap model.Bitrate
 	// peerCloses: the peer ends the test by closing the streams (iperf3),
 	// rather than tcpscope's half-close and confirmation.
 	peerCloses bool
@@ -529,7 +535,10 @@ func (e *end) receive(s *stream) error {
 		most = 256 * model.KiB
 	}
 	size := min(max(e.cfg.Length, 256*model.KiB), most)
-	pace := e.cfg.ReadRate
+	pace, holds := e.cfg.ReadRate, false
+	if e.readCap > 0 && (pace == 0 || e.readCap < pace) {
+		pace, holds = e.readCap, true
+	}
 	if pace > 0 {
 		// Reads of about 10 ms of the rate keep the pace smooth.
 		size = min(size, max(model.Bytes(pace.BytesPerSecond()/100), 1500))
@@ -604,17 +613,23 @@ func (e *end) receive(s *stream) error {
 		if pace > 0 && n > 0 {
 			// Sleep until the bytes read so far are due at the read rate,
 			// until the senders' planned end; then drain at full speed
-			// so the test ends.
+			// so the test ends. A server's cap holds on.
 			paced += int64(n)
 			due := e.t0.Add(time.Duration(float64(paced) / pace.BytesPerSecond() * float64(time.Second)))
-			if limit > 0 && due.After(e.t0.Add(limit)) {
+			if limit > 0 && due.After(e.t0.Add(limit)) && !holds {
 				pace = 0
 			} else if wait := time.Until(due); wait > 0 {
+				t := time.NewTimer(wait)
 				select {
-				case <-time.After(wait):
+				case <-t.C:
 				case <-e.stopped:
-					pace = 0
+					if !holds {
+						pace = 0
+					} else {
+						<-t.C
+					}
 				}
+				t.Stop()
 			}
 		}
 		if err != nil {

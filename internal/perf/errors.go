@@ -17,6 +17,7 @@ const (
 	CodeVersion     Code = "version"     // protocol versions differ
 	CodeBusy        Code = "busy"        // the server is at its concurrency limit
 	CodeLimit       Code = "limit"       // the request exceeds a server limit
+	CodeDenied      Code = "denied"      // the server's limits do not allow it from this address
 	CodeBadConfig   Code = "bad-config"  // the request is invalid
 	CodeProtocol    Code = "protocol"    // the peer broke the protocol
 	CodeAborted     Code = "aborted"     // the test broke off mid-way

@@ -18,7 +18,8 @@ func FuzzIperf3Params(f *testing.F) {
 		`{"tcp":true,"num":1e30,"time":-1,"parallel":-5,"len":0}`,
 		`{"tcp":true,"congestion":"reno","MSS":536,"nodelay":true,"bidirectional":true}`,
 		`[]`, `null`, `{"time":"ten"}`,
-		`{"tcp":true,"time":9.2e9,"omit":9.2e9}`, `{"tcp":true,"time":1e300}`, `{"tcp":true,"blockcount":1e15,"len":1e9}`,
+		`{"tcp":true,"time":9.2e9,"omit":9.2e9}`, `{"tcp":true,"bandwidth":1e12,"parallel":4}`, `{"udp":true,"bandwidth":0}`, `{"udp":true,"bandwidth":3e7,"parallel":4}`,
+		`{"tcp":true,"time":1e300}`, `{"tcp":true,"blockcount":1e15,"len":1e9}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -31,8 +32,8 @@ func FuzzIperf3Params(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if Normalize(&cfg) == nil && checkLimits(&cfg, DefaultLimits) == nil {
-			acceptedWithin(t, cfg, DefaultLimits)
+		if cl := fuzzClass(); Normalize(&cfg) == nil && checkLimits(&cfg, cl, true) == nil {
+			acceptedWithin(t, cfg, cl)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -76,22 +77,23 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 		log.Debug("iperf3 parameters", "err", err)
 		return
 	}
+	cl := s.classOf(conn.RemoteAddr())
 	cfg, err := p.config()
 	if err == nil {
 		err = Normalize(&cfg)
 	}
 	if err == nil {
-		err = checkLimits(&cfg, s.Limits)
+		err = checkLimits(&cfg, cl, true)
 	}
 	if err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
-		ierrno, errno := i3ErrnoFor(err, p.ClientVersion, span(&cfg) > s.Limits.MaxDuration)
+		ierrno, errno := i3ErrnoFor(err, p.ClientVersion, &cfg, cl)
 		i3SendError(conn, ierrno, errno)
 		return
 	}
 	dirs := cfg.Directions()
 	t := &serverTest{cookie: cookie, nconn: len(dirs), data: make(chan dataConn, len(dirs)),
-		udp: cfg.IsUDP(), iperf3: true, wide: cfg.Counters64, admitted: time.Now()}
+		udp: cfg.IsUDP(), iperf3: true, wide: cfg.Counters64, admitted: time.Now(), class: cl}
 	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 		t.clientIP = ta.IP
 	}
@@ -139,8 +141,9 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 		_, _ = k.c.Write([]byte{i3ServerTerminate})
 		return rep, "", err
 	}
+	capped, readCap := serverEnd(cfg, t.class)
 	for _, sm := range streams {
-		if err := applyOptions(sm, &cfg); err != nil {
+		if err := applyOptions(sm, &capped); err != nil {
 			log.Warn("iperf3 socket options", "err", err)
 		}
 	}
@@ -157,7 +160,7 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	// the sender keeps ahead of the reader, and these keep it further
 	// ahead than -l writes.
 	wholeBlocks := blocks && cfg.Bitrate > 0 && !cfg.IsUDP()
-	ecfg := cfg
+	ecfg := capped
 	if !ecfg.IsUDP() && !wholeBlocks {
 		ecfg.Length = max(ecfg.Length, DefaultLength)
 	}
@@ -172,7 +175,8 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	if _, err := k.c.Write([]byte{i3TestStart, i3TestRunning}); err != nil {
 		return rep, "", err
 	}
-	e.hardStop = s.Limits.MaxDuration
+	e.hardStop = t.class.MaxDuration
+	e.readCap = readCap
 	// The client ends the test with TEST_END on the control connection;
 	// a client that vanishes, or a server shutdown, ends it too.
 	ended := make(chan string, 1)
@@ -475,6 +479,9 @@ const (
 	// IEMAXSERVERTESTDURATIONEXCEEDED "client's requested duration
 	// exceeds the server's maximum permitted limit", since 3.20.
 	i3ErrnoDuration = 37
+	// IETOTALRATE "total required bandwidth is larger than server
+	// limit", since 3.7.
+	i3ErrnoTotalRate = 27
 )
 
 // The C errno values sent beside i3ErrnoNewTest: from the range that
@@ -483,18 +490,27 @@ const (
 const (
 	errnoInvalid = 22 // EINVAL "Invalid argument"
 	errnoRange   = 34 // ERANGE "Numerical result out of range" (macOS: "Result too large")
+	errnoAccess  = 13 // EACCES "Permission denied"
 )
 
 // i3ErrnoFor picks the error numbers that tell an iperf3 client of
 // version clientVersion (as its parameters say, "3.12") why its test
 // was refused.
 // overDuration says the test was refused for the server's duration limit.
-func i3ErrnoFor(err error, clientVersion string, overDuration bool) (ierrno, errno int32) {
+func i3ErrnoFor(err error, clientVersion string, cfg *model.TestConfig, cl *limits.Class) (ierrno, errno int32) {
 	switch {
 	case errors.Is(err, errI3Unsupported):
 		return i3ErrnoProtocol, 0
-	case CodeOf(err) == CodeLimit && overDuration && i3Minor(clientVersion) >= 20:
+	case CodeOf(err) == CodeDenied:
+		// "unable to create a new test: Permission denied".
+		return i3ErrnoNewTest, errnoAccess
+	case CodeOf(err) == CodeLimit && span(cfg) > cl.MaxDuration && i3Minor(clientVersion) >= 20:
 		return i3ErrnoDuration, 0
+	case CodeOf(err) == CodeLimit && span(cfg) <= cl.MaxDuration && len(cfg.Directions()) <= cl.MaxStreams:
+		// Over the class's rate cap: "total required bandwidth is
+		// larger than server limit", as from iperf3's own
+		// --server-bitrate-limit.
+		return i3ErrnoTotalRate, 0
 	case CodeOf(err) == CodeLimit:
 		// Over one of the server's limits: "unable to create a new test:
 		// Numerical result out of range". iperf3's own messages for a

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
@@ -1163,6 +1164,65 @@ func TestServeIperf3ZeroCopy(t *testing.T) {
 		}
 		if sendfile := read >= int64(sent); sendfile != zc {
 			t.Errorf("-Z %v: the process read %d B while sending %v: sendfile used = %v", zc, read, sent, sendfile)
+		}
+	}
+}
+
+// A limits file holds stock iperf3 clients as it holds tcpscope's: a rate
+// over the class's cap is refused with iperf3's own message for it (as
+// from iperf3's --server-bitrate-limit), a protocol the class may not use
+// with "Permission denied", and a test without -b runs at the cap.
+func TestServeIperf3Policy(t *testing.T) {
+	requireIperf3(t)
+	tb, err := limits.Parse([]byte(`
+[default]
+max_rate = "200M"
+max_udp_rate = "10M"
+[[class]]
+name = "native-only"
+networks = ["127.0.0.2"]
+protocols = ["tcp", "udp"]
+`), limits.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&perf.Server{Version: "test", Policy: &tb}).Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-t", "1", "-b", "150M", "-P", "2"}, "total required bandwidth is larger than server limit"},
+		{[]string{"-t", "1", "-u", "-b", "20M"}, "total required bandwidth is larger than server limit"},
+		{[]string{"-t", "1", "-u", "-b", "0"}, "total required bandwidth is larger than server limit"},
+		{[]string{"-t", "1", "-B", "127.0.0.2"}, "unable to create a new test: Permission denied"},
+	} {
+		msg, code := runIperf3(t, append([]string{"-c", "127.0.0.1", "-p", port}, tc.args...)...)
+		if !strings.Contains(msg, tc.want) || code == 0 {
+			t.Errorf("iperf3 %v: exit %d, stderr %q; want %q", tc.args, code, msg, tc.want)
+		}
+	}
+	for _, reverse := range []bool{false, true} {
+		args := []string{"-c", "127.0.0.1", "-p", port, "-J", "-t", "2", "-P", "2"}
+		if reverse {
+			args = append(args, "-R")
+		}
+		out, err := exec.Command(iperf3Bin(), args...).Output()
+		var doc map[string]any
+		if jerr := json.Unmarshal(out, &doc); jerr != nil || err != nil {
+			t.Fatalf("iperf3 %v: %v, %v: %.300s", args, err, jerr, out)
+		}
+		_, _, bps := endSum(doc, "sum_received")
+		t.Logf("-R %v: iperf3 received %.0f bit/s under a cap of 200 Mbit/s", reverse, bps)
+		if bps < 0.7*200e6 || bps > 1.05*200e6 {
+			t.Errorf("-R %v: iperf3 received %.0f bit/s, want the cap of 200 Mbit/s (70%% to 105%%)", reverse, bps)
 		}
 	}
 }

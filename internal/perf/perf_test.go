@@ -434,8 +434,8 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if err == nil && m.Hello != nil {
 			cfg := m.Hello.Config
-			if Normalize(&cfg) == nil && checkLimits(&cfg, DefaultLimits) == nil {
-				acceptedWithin(t, cfg, DefaultLimits)
+			if cl := fuzzClass(); Normalize(&cfg) == nil && checkLimits(&cfg, cl, false) == nil {
+				acceptedWithin(t, cfg, cl)
 			}
 		}
 	})

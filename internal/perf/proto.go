@@ -73,6 +73,9 @@ type welcome struct {
 	Version  string `json:"version"`
 	Kernel   string `json:"kernel,omitempty"`
 	Cookie   []byte `json:"cookie"`
+	// RateCap is the rate the server holds a TCP test to, all streams
+	// together (its limits for the client's address); 0: none.
+	RateCap model.Bitrate `json:"rate_cap,omitempty"`
 }
 
 type start struct {

@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
@@ -19,7 +21,10 @@ import (
 // Server serves tests on a listener. Unlike iperf3's server it runs many
 // tests at once, up to Limits.MaxTests.
 type Server struct {
+	// Limits are the same for every client address; Policy, when set,
+	// replaces them with classes of addresses.
 	Limits  Limits
+	Policy  *limits.Table
 	Version string
 	Logger  *slog.Logger
 	// OnTest, when set, receives the server's view of each finished test.
@@ -39,6 +44,8 @@ type Server struct {
 	// context ends (default 15 s).
 	ShutdownGrace time.Duration
 
+	// policy is Policy, or Limits as a policy (from Serve on).
+	policy  *limits.Table
 	mu      sync.Mutex
 	running map[string]*serverTest // by cookie
 	// udpTurn is, per client address, the one iperf3 UDP test whose
@@ -120,12 +127,19 @@ type serverTest struct {
 	// expecting: admit counted its data connections as expected (under
 	// Server.mu), until arrivedLocked.
 	expecting bool
+	// class is the client's in the server's policy.
+	class *limits.Class
 }
 
 // Serve accepts connections until ctx ends, then stops the running tests
 // (their clients are told and get their results) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.Limits = s.Limits.withDefaults()
+	s.policy = s.Policy
+	if s.policy == nil {
+		t := s.Limits.Table()
+		s.policy = &t
+	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -205,18 +219,32 @@ func addrKey(a net.Addr) string {
 	return a.String()
 }
 
+// classOf is the policy's class for a client address.
+func (s *Server) classOf(a net.Addr) *limits.Class {
+	var ip netip.Addr
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ip, _ = netip.AddrFromSlice(ta.IP)
+	}
+	return s.policy.Match(ip)
+}
+
 // enterPending counts a new connection as pending, or says it is over
 // MaxPendingPerAddr or MaxPending (then it is closed at once, before it
 // costs more than its descriptor). leave ends its pending time, once:
 // when it has become part of a test, or ends.
 func (s *Server) enterPending(c net.Conn) (leave func(), ok bool) {
+	cl := s.classOf(c.RemoteAddr())
+	if cl.Deny {
+		s.refusals.note("denied", c.RemoteAddr(), "class "+cl.Name+" is denied: closed at once")
+		return nil, false
+	}
 	key := addrKey(c.RemoteAddr())
 	s.mu.Lock()
 	over := ""
 	switch {
-	case s.pending[key] >= s.Limits.MaxPendingPerAddr+s.expected[key]:
+	case s.pending[key] >= cl.MaxPendingPerAddr+s.expected[key]:
 		over = "pending-per-address"
-	case s.pendingTotal >= s.Limits.MaxPending+s.expectedTotal:
+	case s.pendingTotal >= s.policy.Server.MaxPending+s.expectedTotal:
 		over = "pending"
 	default:
 		s.pending[key]++
@@ -311,27 +339,36 @@ func (s *Server) admit(t *serverTest) error {
 		// one test they walked around --max-tests.
 		return errorf(CodeBusy, "each test needs a cookie of its own", "a test with this cookie is already running")
 	}
-	if n := len(s.running); n >= s.Limits.MaxTests {
+	srv := s.policy.Server
+	if n := len(s.running); n >= srv.MaxTests {
 		return errorf(CodeBusy, "try again when a test has finished, or raise the server's --max-tests",
-			"server busy (%d running, limit %d)", n, s.Limits.MaxTests)
+			"server busy (%d running, limit %d)", n, srv.MaxTests)
 	}
-	mine := 0
+	mine, classTests, streams, classStreams := 0, 0, 0, 0
 	for _, r := range s.running {
 		if r.clientIP.Equal(t.clientIP) {
 			mine++
 		}
-	}
-	if mine >= s.Limits.MaxTestsPerAddr {
-		return errorf(CodeBusy, "try again when one of them has finished",
-			"%d tests from your address are running (limit %d)", mine, s.Limits.MaxTestsPerAddr)
-	}
-	streams := 0
-	for _, r := range s.running {
 		streams += r.nconn
+		if r.class == t.class {
+			classTests++
+			classStreams += r.nconn
+		}
 	}
-	if streams+t.nconn > s.Limits.MaxTotalStreams {
+	cl := t.class
+	switch {
+	case mine >= cl.MaxTestsPerAddr:
+		return errorf(CodeBusy, "try again when one of them has finished",
+			"%d tests from your address are running (limit %d)", mine, cl.MaxTestsPerAddr)
+	case classTests >= cl.TestsBound(srv):
+		return errorf(CodeBusy, "try again when a test has finished",
+			"server busy for your network (%d of its tests running, limit %d)", classTests, cl.TestsBound(srv))
+	case streams+t.nconn > srv.MaxTotalStreams:
 		return errorf(CodeBusy, "try again with fewer streams or later, or raise the server's --max-total-streams",
-			"server busy (%d streams running, limit %d)", streams, s.Limits.MaxTotalStreams)
+			"server busy (%d streams running, limit %d)", streams, srv.MaxTotalStreams)
+	case classStreams+t.nconn > cl.StreamsBound(srv):
+		return errorf(CodeBusy, "try again with fewer streams or later",
+			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
 	if !t.udp {
@@ -445,14 +482,15 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
 		return
 	}
-	if err := checkLimits(&cfg, s.Limits); err != nil {
+	cl := s.classOf(conn.RemoteAddr())
+	if err := checkLimits(&cfg, cl, false); err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
 		return
 	}
 	dirs := cfg.Directions()
 	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now(),
-		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP}
+		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP, class: cl}
 	if err := s.admit(t); err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
@@ -541,8 +579,12 @@ func closeStreams(streams []*stream) {
 
 func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) (model.EndReport, string, error) {
 	var rep model.EndReport
+	var rateCap model.Bitrate
+	if !t.udp {
+		rateCap = t.class.MaxRate
+	}
 	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
-		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie,
+		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, RateCap: rateCap,
 	}}); err != nil {
 		return rep, "", err
 	}
@@ -565,8 +607,9 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 		return rep, "", err
 	}
 	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
+	ecfg, readCap := serverEnd(cfg, t.class)
 	for i, sm := range streams {
-		if err := applyOptions(sm, &cfg); err != nil {
+		if err := applyOptions(sm, &ecfg); err != nil {
 			c.sendError(CodeSocket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
 			return rep, "", err
 		}
@@ -624,14 +667,15 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 			}
 		}
 	}()
-	e := newEnd(model.ServerSide, cfg, streams, func(iv model.Interval) {
+	e := newEnd(model.ServerSide, ecfg, streams, func(iv model.Interval) {
 		select {
 		case queue <- iv:
 		default:
 			cancel()
 		}
 	})
-	e.hardStop = s.Limits.MaxDuration
+	e.hardStop = t.class.MaxDuration
+	e.readCap = readCap
 	ended := "complete"
 	var endedMu sync.Mutex
 	setEnded := func(how string) {
@@ -674,7 +718,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	// ends it cleanly, both ends' senders told. (A timed test was checked
 	// on admission and ends by itself.)
 	if span(&cfg) == 0 {
-		limit := time.AfterFunc(s.Limits.MaxDuration, func() { stopBy("server-limit") })
+		limit := time.AfterFunc(t.class.MaxDuration, func() { stopBy("server-limit") })
 		defer limit.Stop()
 	}
 
