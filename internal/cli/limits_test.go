@@ -1,10 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // server --limits FILE --check prints what a file means, and a bad file,
@@ -35,5 +41,58 @@ func TestServerLimitsCheck(t *testing.T) {
 	code, out, _ = run("server", "--max-tests", "3", "--check")
 	if code != 0 || !strings.Contains(out, "server: 3 tests") || !strings.Contains(out, "class default: every address\n") {
 		t.Errorf("flags' limits: exit %d:\n%s", code, out)
+	}
+}
+
+// With --json-log every line the server writes is a JSON object, the
+// first ("server listening") and the last ("server stopped") included,
+// and a test's admission names its class and its cap.
+func TestServerJSONLogIsAllJSON(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a free port, to hand to the server
+	file := filepath.Join(t.TempDir(), "limits.toml")
+	if err := os.WriteFile(file, []byte("[[class]]\nname = \"local\"\nnetworks = [\"127.0.0.0/8\"]\nmax_rate = \"1G\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- Main(ctx, []string{"server", "--listen", addr, "--json-log", "--limits", file}, &out, &errb)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, _, stderr := run("test", addr, "-t", "0.2", "--no-diagnose")
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("no server on %s: exit %d, %s", addr, code, stderr)
+		}
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("server exit %d: %s", code, errb.String())
+	}
+	var msgs []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()+errb.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Errorf("not JSON: %q", l)
+			continue
+		}
+		msg, _ := rec["msg"].(string)
+		msgs = append(msgs, msg)
+		if msg == "test admitted" && (rec["class"] != "local" || rec["rate_cap"] != "1.00 Gbit/s") {
+			t.Errorf("admission without its class and cap: %s", l)
+		}
+	}
+	if len(msgs) < 4 || msgs[0] != "server listening" || msgs[len(msgs)-1] != "server stopped" || !slices.Contains(msgs, "test admitted") {
+		t.Errorf("log messages %q", msgs)
 	}
 }

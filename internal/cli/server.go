@@ -136,7 +136,13 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
-	if len(policy.Classes) == 0 {
+	logger := slog.New(h)
+	// With --json-log every line is JSON, the first and the last too:
+	// a log shipper takes them as they come.
+	if f.jsonLog {
+		logger.Info("server listening", "version", Version, "address", ln.Addr().String(), "limits", policy.Source,
+			"classes", len(policy.Classes), "max_tests", policy.Server.MaxTests)
+	} else if len(policy.Classes) == 0 {
 		d := policy.Default
 		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %d per client address, %v each, %d streams)\n",
 			Version, ln.Addr(), policy.Server.MaxTests, d.MaxTestsPerAddr, d.MaxDuration, d.MaxStreams)
@@ -144,7 +150,6 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
 			Version, ln.Addr(), policy.Server.MaxTests, policy.Source, len(policy.Classes))
 	}
-	logger := slog.New(h)
 	srv := &perf.Server{Policy: &policy, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
@@ -166,6 +171,10 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		return out
 	}
 	err = srv.Serve(ctx, ln)
-	fmt.Fprintln(stdout, "tcpscope server stopped")
+	if f.jsonLog {
+		logger.Info("server stopped")
+	} else {
+		fmt.Fprintln(stdout, "tcpscope server stopped")
+	}
 	return err
 }

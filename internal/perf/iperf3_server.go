@@ -104,7 +104,7 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	}
 	defer s.release(t)
 	admitted()
-	log.Info("iperf3 test admitted", admissionAttrs(p.ClientVersion, cfg)...)
+	log.Info("iperf3 test admitted", admissionAttrs(p.ClientVersion, cfg, cl)...)
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg}
 	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.BlockCount > 0, p.ServerOutput != nil, log)

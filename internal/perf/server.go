@@ -395,7 +395,7 @@ func (s *Server) arrivedLocked(t *serverTest) {
 
 // admissionAttrs are the attributes of a test's admission log line: who
 // asked for what, so that the log says who tests and how hard.
-func admissionAttrs(version string, cfg model.TestConfig) []any {
+func admissionAttrs(version string, cfg model.TestConfig, cl *limits.Class) []any {
 	dir := "client-sends"
 	switch {
 	case cfg.Bidir:
@@ -411,6 +411,10 @@ func admissionAttrs(version string, cfg model.TestConfig) []any {
 	}
 	if cfg.Bitrate > 0 {
 		attrs = append(attrs, "bitrate", cfg.Bitrate.String())
+	}
+	attrs = append(attrs, "class", cl.Name)
+	if cl.MaxRate > 0 && !cfg.IsUDP() {
+		attrs = append(attrs, "rate_cap", cl.MaxRate.String())
 	}
 	return attrs
 }
@@ -498,7 +502,7 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()
 	}
 	defer s.release(t)
 	admitted()
-	log.Info("test admitted", admissionAttrs(m.Hello.Version, cfg)...)
+	log.Info("test admitted", admissionAttrs(m.Hello.Version, cfg, cl)...)
 
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg}
