@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"internal/tcpinfo":        {"internal/model"},
 	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits"},
 	"internal/limits":         {"internal/model"},
+	"internal/health":         {},
 	"internal/report":         {"internal/model"},
 	"internal/lab":            {"internal/model", "internal/perf", "internal/report", "internal/lab/emulator"},
 	"internal/lab/emulator":   {"internal/model"},

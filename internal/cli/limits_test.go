@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -94,5 +96,65 @@ func TestServerJSONLogIsAllJSON(t *testing.T) {
 	}
 	if len(msgs) < 4 || msgs[0] != "server listening" || msgs[len(msgs)-1] != "server stopped" || !slices.Contains(msgs, "test admitted") {
 		t.Errorf("log messages %q", msgs)
+	}
+}
+
+// --health serves /healthz; SIGUSR1, or POST /lameduck from loopback,
+// puts the server in lame-duck mode and, with no test running, it exits
+// cleanly.
+func TestServerLameDuck(t *testing.T) {
+	for _, how := range []string{"SIGUSR1", "POST /lameduck"} {
+		t.Run(how, func(t *testing.T) {
+			free := func() string {
+				ln, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				return ln.Addr().String()
+			}
+			addr, hAddr := free(), free()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out, errb bytes.Buffer
+			done := make(chan int, 1)
+			go func() {
+				done <- Main(ctx, []string{"server", "--listen", addr, "--health", hAddr, "--json-log"}, &out, &errb)
+			}()
+			var resp *http.Response
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				var err error
+				if resp, err = http.Get("http://" + hAddr + "/healthz"); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no health endpoint: %v", err)
+				}
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("/healthz: %s", resp.Status)
+			}
+			// The handler for SIGUSR1 is in place before /healthz answers.
+			if how == "SIGUSR1" {
+				if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				resp, err := http.Post("http://"+hAddr+"/lameduck", "", nil)
+				if err != nil || resp.StatusCode != http.StatusAccepted {
+					t.Fatalf("POST /lameduck: %v %v", resp, err)
+				}
+				resp.Body.Close()
+			}
+			select {
+			case code := <-done:
+				if code != 0 || !strings.Contains(errb.String(), "lame duck") {
+					t.Fatalf("exit %d, log %s", code, errb.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("an idle server in lame-duck mode did not exit")
+			}
+		})
 	}
 }

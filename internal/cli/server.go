@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/health"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -22,6 +27,7 @@ type serverFlags struct {
 	limits     perf.Limits
 	limitsFile string
 	check      bool
+	health     string
 	jsonLog    bool
 	debug      bool
 }
@@ -37,7 +43,9 @@ func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Serve memory-to-memory tests. Unlike iperf3's server, several clients can
 test at once, up to --max-tests; a client over a limit gets a clear
 "server busy" error. SIGINT or SIGTERM stops the running tests cleanly:
-their clients still get results.
+their clients still get results. SIGUSR1 (or POST /lameduck on --health)
+puts the server in lame-duck mode: it admits no new test, /healthz says
+"draining" (503), and it exits once the running tests have finished.
 
 For a public server, --limits FILE gives each class of client networks
 its own limits (allow or deny, tests, streams, duration, TCP and UDP rate
@@ -61,6 +69,7 @@ is deploy/limits.toml in tcpscope's source.`,
 	fl.IntVar(&f.limits.MaxPending, "max-pending", f.limits.MaxPending, "connections from all addresses not yet part of a test")
 	fl.StringVar(&f.limitsFile, "limits", "", "limits file: classes of client networks, each with its own limits (TOML; see deploy/limits.toml)")
 	fl.BoolVar(&f.check, "check", false, "check the limits (of --limits, or the flags), print them and exit")
+	fl.StringVar(&f.health, "health", "", "serve GET /healthz and POST /lameduck (from loopback) over HTTP at this address, e.g. 127.0.0.1:9201")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
 	return cmd
@@ -169,6 +178,44 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 			out = append(out, fmt.Sprintf("%s: %s", fd.ID, fd.Summary))
 		}
 		return out
+	}
+	// Lame duck (SIGUSR1, or POST /lameduck): admit nothing new, and
+	// stop once the running tests have finished.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	lameDuck := func() {
+		idle := srv.LameDuck()
+		go func() {
+			select {
+			case <-idle:
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		select {
+		case <-usr1:
+			lameDuck()
+		case <-ctx.Done():
+		}
+	}()
+	if f.health != "" {
+		hln, err := lc.Listen(ctx, "tcp", f.health)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s for --health: %w", f.health, err)
+		}
+		status := func() health.Status {
+			st := srv.Status()
+			return health.Status{Draining: st.Draining, Running: st.Running, Streams: st.Streams}
+		}
+		hs := &http.Server{Handler: health.Handler(status, lameDuck), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(hln) }()
+		defer hs.Close()
 	}
 	err = srv.Serve(ctx, ln)
 	if f.jsonLog {

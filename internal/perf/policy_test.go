@@ -166,3 +166,41 @@ max_udp_rate = "50M"
 		}
 	}
 }
+
+// In lame-duck mode a server admits no new test, lets the running ones
+// finish with their results, and says when none is left.
+func TestLameDuck(t *testing.T) {
+	srv := &Server{Version: "test"}
+	addr := serveWith(t, srv)
+	first := make(chan error, 1)
+	go func() {
+		_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 1500 * time.Millisecond}))
+		first <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); srv.Status().Running == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first test was never admitted")
+		}
+	}
+	idle := srv.LameDuck()
+	if st := srv.Status(); !st.Draining || st.Running != 1 {
+		t.Fatalf("status %+v, want draining with one test running", st)
+	}
+	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
+	if CodeOf(err) != CodeShutdown || !strings.Contains(err.Error(), "lame duck") {
+		t.Fatalf("a new test in lame-duck mode: %v", err)
+	}
+	select {
+	case <-idle:
+		t.Fatal("idle before the running test ended")
+	default:
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the running test: %v", err)
+	}
+	select {
+	case <-idle:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not idle 5 s after the last test ended")
+	}
+}

@@ -65,6 +65,10 @@ type Server struct {
 	expectedTotal int
 	refusals      refusalLog
 	wg            sync.WaitGroup
+	// draining: lame-duck mode (LameDuck); idle is closed once a
+	// draining server runs no test (both under mu).
+	draining bool
+	idle     chan struct{}
 }
 
 // TestRecord is what the server saw of one test.
@@ -333,6 +337,9 @@ func (s *Server) data(c *net.TCPConn, admitted func()) {
 func (s *Server) admit(t *serverTest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.draining {
+		return errorf(CodeShutdown, "try another server, or this one later", "server going away (lame duck): admitting no new tests")
+	}
 	if s.running[string(t.cookie)] != nil {
 		// iperf3's client picks the cookie: control connections that
 		// share one were each read before any was admitted. Counted as
@@ -440,6 +447,7 @@ func (s *Server) release(t *serverTest) {
 	delete(s.running, string(t.cookie))
 	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
+	s.closeIfIdleLocked()
 	s.mu.Unlock()
 	s.closeLate(t)
 }

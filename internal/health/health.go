@@ -1,0 +1,66 @@
+// Package health is a test server's health endpoint over HTTP, for load
+// balancers, monitoring and operators:
+//
+//	GET  /healthz   200 "serving" or 503 "draining", with the running
+//	                tests and streams as JSON
+//	POST /lameduck  stop admitting tests (from loopback only), then 202
+//
+// It knows the server only through two functions, so that it serves any
+// server that can say how it is and be told to drain.
+package health
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+)
+
+// Status is what the endpoint reports.
+type Status struct {
+	Draining bool `json:"-"`
+	Running  int  `json:"running_tests"`
+	Streams  int  `json:"running_streams"`
+}
+
+// Handler serves the endpoint: status says how the server is, lameDuck
+// tells it to drain.
+func Handler(status func() Status, lameDuck func()) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		st := status()
+		doc := struct {
+			State string `json:"status"`
+			Status
+		}{"serving", st}
+		code := http.StatusOK
+		if st.Draining {
+			// A load balancer takes a draining server out of its pool.
+			doc.State, code = "draining", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(doc)
+	})
+	mux.HandleFunc("POST /lameduck", func(w http.ResponseWriter, r *http.Request) {
+		// Anyone who reaches the health port may read it; only the host
+		// itself may take the server out of service.
+		if !fromLoopback(r) {
+			http.Error(w, "lame duck only from the server's own host", http.StatusForbidden)
+			return
+		}
+		lameDuck()
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte("draining\n"))
+	})
+	return mux
+}
+
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
