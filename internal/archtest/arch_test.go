@@ -27,6 +27,7 @@ var allowed = map[string][]string{
 	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits"},
 	"internal/limits":         {"internal/model"},
 	"internal/health":         {},
+	"internal/token":          {},
 	"internal/report":         {"internal/model"},
 	"internal/lab":            {"internal/model", "internal/perf", "internal/report", "internal/lab/emulator"},
 	"internal/lab/emulator":   {"internal/model"},
@@ -53,7 +54,7 @@ var allowed = map[string][]string{
 
 // pure packages do no I/O and never read the clock, so a saved run
 // analyses the same anywhere.
-var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true, "internal/limits": true}
+var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true, "internal/limits": true, "internal/token": true}
 
 var ioImports = []string{"os", "net", "syscall", "os/exec", "net/http", "database/sql", "golang.org/x/sys/unix"}
 
