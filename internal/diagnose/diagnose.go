@@ -55,6 +55,9 @@ const (
 	// appRateShare: goodput at least this share of the rate -b asked for
 	// is the application's own limit.
 	appRateShare = 0.9
+	// pacedShare of a -b rate received is a paced sender that sent
+	// what it was asked to, however little that was.
+	pacedShare = 0.5
 	// serverCapShare of a server's rate cap is a transfer held by it:
 	// read pacing runs a little under the rate it aims at.
 	serverCapShare = 0.85

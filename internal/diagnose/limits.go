@@ -735,7 +735,7 @@ func bottleneck(v *view, o Options) model.Finding {
 // buffer, its loss and RTT, its idle time) is not guessed: the rules
 // that need it stay silent, and the verdict says what the receiver saw.
 func receiverOnly(v *view, run *model.Run, o Options) model.Finding {
-	if f, ok := stalledAtReceiver(v); ok {
+	if f, ok := stalledAtReceiver(v, run); ok {
 		return f
 	}
 	if f, ok := appLimit(v, run); ok {
@@ -792,9 +792,14 @@ func senderUnknown(v *view) model.Finding {
 // stalledAtReceiver is stalled seen from the receiver alone (the sender's
 // report never came): a memory-to-memory test whose receiver got almost
 // nothing, and never a full-size segment: the largest that arrived
-// (rcv_mss) stayed below the segment size it advertised.
-func stalledAtReceiver(v *view) (model.Finding, bool) {
+// (rcv_mss) stayed below the segment size it advertised. A sender held
+// to a rate (-b) that got near it sent little because it was asked to,
+// in small writes: every paced test at a server's end looked stalled.
+func stalledAtReceiver(v *view, run *model.Run) (model.Finding, bool) {
 	if !v.test || !v.receivedOK || v.received >= stalledBytes || v.rcvMSS <= 0 || v.advMSS <= 0 || v.rcvMSS >= v.advMSS {
+		return model.Finding{}, false
+	}
+	if asked := float64(run.Config.Bitrate) * float64(max(v.streams, 1)); asked > 0 && float64(v.goodput) >= pacedShare*asked {
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "pmtu-blackhole", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
