@@ -43,6 +43,8 @@ type Client struct {
 	Blocks int64
 	// Now is the wall clock for the run's start stamp (default time.Now).
 	Now func() time.Time
+	// Token is an access token for a server that requires one.
+	Token string
 }
 
 // Run runs one test against the server at addr (host:port). When ctx ends
@@ -170,7 +172,7 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	if _, err := conn.Write([]byte(controlMagic)); err != nil {
 		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
 	}
-	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg}}); err != nil {
+	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg, Token: c.Token}}); err != nil {
 		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
 	}
 	// A tcpscope server's first message starts with its length's high

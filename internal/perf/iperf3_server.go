@@ -66,7 +66,7 @@ func (s *Server) iperf3Conn(ctx context.Context, c *net.TCPConn, head []byte, se
 // iperf3Control runs one test for a stock iperf3 client.
 func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []byte, admitted func()) {
 	defer conn.Close()
-	log := s.Logger.With("client", conn.RemoteAddr().String(), "protocol", "iperf3")
+	log := s.Logger.With("client", conn.RemoteAddr().String(), "tool", "iperf3")
 	_ = conn.SetNoDelay(true)
 	k := &i3Conn{c: conn}
 	if _, err := conn.Write([]byte{i3ParamExchange}); err != nil {
@@ -76,6 +76,16 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	if err := k.recvJSON(&p, maxI3Params, handshakeTimeout); err != nil {
 		log.Debug("iperf3 parameters", "err", err)
 		return
+	}
+	user, err := s.iperf3Authorized(p.AuthToken)
+	if err != nil {
+		// As iperf3's own server refuses: "test authorization failed".
+		s.refusals.note("iperf3-auth", conn.RemoteAddr(), err.Error())
+		i3SendError(conn, i3ErrnoAuth, 0)
+		return
+	}
+	if user != "" {
+		log = log.With("iperf3_user", user)
 	}
 	cl := s.classOf(conn.RemoteAddr())
 	cfg, err := p.config()
@@ -106,7 +116,7 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	admitted()
 	log.Info("iperf3 test admitted", admissionAttrs(p.ClientVersion, cfg, cl)...)
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
-		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg}
+		Tool: "iperf3", ClientVersion: p.ClientVersion, Config: cfg, TokenSubject: user}
 	rec.Report, rec.Ended, rec.Err = s.runIperf3(ctx, k, t, cfg, dirs, p.BlockCount > 0, p.ServerOutput != nil, log)
 	rec.UDPPeers = s.udpPeersOf(t)
 	if rec.Err != nil {
@@ -117,6 +127,20 @@ func (s *Server) iperf3Control(ctx context.Context, conn *net.TCPConn, cookie []
 	if s.OnTest != nil {
 		s.OnTest(rec)
 	}
+}
+
+// iperf3Authorized checks a stock iperf3 client's credentials when the
+// server requires them (Iperf3Auth, or Tokens: a server that admits only
+// authorized tests admits iperf3 clients only through iperf3's own
+// authentication), and returns the user.
+func (s *Server) iperf3Authorized(authtoken string) (string, error) {
+	switch {
+	case s.Iperf3Auth != nil:
+		return s.Iperf3Auth.Check(authtoken, time.Now())
+	case s.Tokens != nil:
+		return "", errors.New("access tokens required, and iperf3 clients cannot carry one: the server has no iperf3 authentication configured")
+	}
+	return "", nil
 }
 
 func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg model.TestConfig, dirs []model.Direction, blocks, serverOutput bool, log *slog.Logger) (model.EndReport, string, error) {
@@ -413,6 +437,7 @@ type i3ParamsIn struct {
 	Counters64    json.RawMessage `json:"udp_counters_64bit"`
 	ServerOutput  json.RawMessage `json:"get_server_output"`
 	ClientVersion string          `json:"client_version"`
+	AuthToken     string          `json:"authtoken"`
 }
 
 // errI3Unsupported marks what this server does not serve to iperf3
@@ -482,6 +507,8 @@ const (
 	// IETOTALRATE "total required bandwidth is larger than server
 	// limit", since 3.7.
 	i3ErrnoTotalRate = 27
+	// IEAUTHTEST "test authorization failed", since 3.2.
+	i3ErrnoAuth = 142
 )
 
 // The C errno values sent beside i3ErrnoNewTest: from the range that

@@ -3,6 +3,10 @@ package perf_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,12 +15,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -1223,6 +1229,85 @@ protocols = ["tcp", "udp"]
 		t.Logf("-R %v: iperf3 received %.0f bit/s under a cap of 200 Mbit/s", reverse, bps)
 		if bps < 0.7*200e6 || bps > 1.05*200e6 {
 			t.Errorf("-R %v: iperf3 received %.0f bit/s, want the cap of 200 Mbit/s (70%% to 105%%)", reverse, bps)
+		}
+	}
+}
+
+// Stock iperf3's own authentication: a client with --username and
+// --rsa-public-key-path (its password in IPERF3_PASSWORD) is admitted by a
+// server holding the private key and an authorized-users file, and
+// refused with iperf3's own "test authorization failed" without
+// credentials, with a wrong password, or (a client before 3.17, which
+// pads with PKCS #1 v1.5) unless the server allows that padding.
+func TestServeIperf3Auth(t *testing.T) {
+	requireIperf3(t)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	pubDER, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	pubFile := filepath.Join(dir, "public.pem")
+	usersFile := filepath.Join(dir, "users.csv")
+	if err := os.WriteFile(pubFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(usersFile, []byte("alice,"+i3auth.PasswordHash("alice", "s3cret")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	minor := 0
+	if out, err := exec.Command(iperf3Bin(), "--version").Output(); err == nil {
+		fmt.Sscanf(string(out), "iperf 3.%d", &minor)
+	}
+	oaep := minor >= 17
+	serve := func(pkcs1 bool) (string, chan perf.TestRecord) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		records := make(chan perf.TestRecord, 4)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		srv := &perf.Server{Version: "test", Iperf3Auth: &i3auth.Authenticator{Key: key, UsersFile: usersFile, PKCS1: pkcs1},
+			OnTest: func(r perf.TestRecord) { records <- r }}
+		go func() { srv.Serve(ctx, ln); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), records
+	}
+	client := func(port, password string, creds bool) (string, int) {
+		args := []string{"-c", "127.0.0.1", "-p", port, "-t", "1"}
+		if creds {
+			args = append(args, "--username", "alice", "--rsa-public-key-path", pubFile)
+		}
+		cmd := exec.Command(iperf3Bin(), args...)
+		cmd.Env = append(os.Environ(), "IPERF3_PASSWORD="+password)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		_ = cmd.Run()
+		return errb.String(), cmd.ProcessState.ExitCode()
+	}
+	port, records := serve(!oaep)
+	if msg, code := client(port, "s3cret", true); code != 0 {
+		t.Fatalf("alice with her password: exit %d, %s", code, msg)
+	}
+	if r := <-records; r.TokenSubject != "alice" || r.Err != nil {
+		t.Errorf("record: user %q, err %v", r.TokenSubject, r.Err)
+	}
+	for _, tc := range []struct {
+		name     string
+		password string
+		creds    bool
+	}{{"no credentials", "", false}, {"wrong password", "guess", true}} {
+		if msg, code := client(port, tc.password, tc.creds); code == 0 || !strings.Contains(msg, "test authorization failed") {
+			t.Errorf("%s: exit %d, stderr %q; want iperf3's \"test authorization failed\"", tc.name, code, msg)
+		}
+	}
+	if !oaep {
+		// iperf3 3.12 pads with PKCS #1 v1.5: without the operator's
+		// consent to that padding, its credentials are refused.
+		strict, _ := serve(false)
+		if msg, code := client(strict, "s3cret", true); code == 0 || !strings.Contains(msg, "test authorization failed") {
+			t.Errorf("v1.5 padding without --use-pkcs1-padding: exit %d, stderr %q", code, msg)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/token"
 )
 
 // A server's limits file over real sockets: loopback's 127.0.0.0/8 gives
@@ -202,5 +203,43 @@ func TestLameDuck(t *testing.T) {
 	case <-idle:
 	case <-time.After(5 * time.Second):
 		t.Fatal("not idle 5 s after the last test ended")
+	}
+}
+
+// A server that requires access tokens admits a native test only with a
+// token it verifies, and logs who it named.
+func TestRequireToken(t *testing.T) {
+	key, err := token.NewHMAC("k1", []byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := make(chan TestRecord, 1)
+	srv := &Server{Version: "test", Tokens: &token.Verifier{Keys: []*token.Key{key}, Audience: "ts1"},
+		OnTest: func(r TestRecord) { records <- r }}
+	addr := serveWith(t, srv)
+	issue := func(aud string, exp time.Duration) string {
+		tok, err := token.Issue(key, token.Claims{Subject: "alice", Audience: []string{aud}, Expiry: time.Now().Add(exp)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	ctx := context.Background()
+	for _, tc := range []struct{ name, tok, want string }{
+		{"none", "", "access token missing"},
+		{"expired", issue("ts1", -time.Minute), "access token expired"},
+		{"another server's", issue("ts2", time.Minute), "not for this server"},
+		{"garbage", "a.b.c", "malformed"},
+	} {
+		_, err := (&Client{Token: tc.tok}).Run(ctx, addr, quick(model.TestConfig{}))
+		if CodeOf(err) != CodeDenied || !strings.Contains(err.Error(), tc.want) || HintOf(err) == "" {
+			t.Errorf("%s: %v (code %q, hint %q), want denied with %q", tc.name, err, CodeOf(err), HintOf(err), tc.want)
+		}
+	}
+	if _, err := (&Client{Token: issue("ts1", time.Minute)}).Run(ctx, addr, quick(model.TestConfig{})); err != nil {
+		t.Fatalf("a good token: %v", err)
+	}
+	if r := <-records; r.TokenSubject != "alice" {
+		t.Errorf("record's token subject %q, want alice", r.TokenSubject)
 	}
 }

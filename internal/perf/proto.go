@@ -66,6 +66,8 @@ type hello struct {
 	Protocol int              `json:"protocol"`
 	Version  string           `json:"version"`
 	Config   model.TestConfig `json:"config"`
+	// Token is an access token, for a server that requires one.
+	Token string `json:"token,omitempty"`
 }
 
 type welcome struct {

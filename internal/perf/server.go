@@ -13,9 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+	"github.com/tcpscope/tcpscope/internal/token"
 )
 
 // Server serves tests on a listener. Unlike iperf3's server it runs many
@@ -25,6 +27,14 @@ type Server struct {
 	// replaces them with classes of addresses.
 	Limits  Limits
 	Policy  *limits.Table
+	// Tokens, when set, admits only tests with an access token it
+	// verifies: a native client's in its hello. A stock iperf3 client
+	// cannot carry one, and is refused unless iperf3's own
+	// authentication admits it (Iperf3Auth).
+	Tokens *token.Verifier
+	// Iperf3Auth, when set, admits a stock iperf3 client only with
+	// iperf3's own credentials (--username, --rsa-public-key-path).
+	Iperf3Auth *i3auth.Authenticator
 	Version string
 	Logger  *slog.Logger
 	// OnTest, when set, receives the server's view of each finished test.
@@ -86,6 +96,26 @@ type TestRecord struct {
 	Err           error
 	// UDPPeers are the addresses the test's UDP streams sent to.
 	UDPPeers []string
+	// TokenSubject is who the test's access token named (empty without
+	// one).
+	TokenSubject string
+}
+
+// checkToken verifies a hello's access token when the server requires
+// one, and returns its subject.
+func (s *Server) checkToken(tok string) (string, error) {
+	if s.Tokens == nil {
+		return "", nil
+	}
+	c, err := s.Tokens.Verify(tok, time.Now())
+	if err != nil {
+		hint := "ask the server's operator for an access token, and pass it with --token"
+		if tok != "" {
+			hint = "ask the server's operator for a new access token"
+		}
+		return "", errorf(CodeDenied, hint, "%v", err)
+	}
+	return c.Subject, nil
 }
 
 type dataConn struct {
@@ -489,6 +519,12 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()
 			fmt.Sprintf("use the same tcpscope release on both ends (server has %s)", s.Version))
 		return
 	}
+	subject, err := s.checkToken(m.Hello.Token)
+	if err != nil {
+		s.refusals.note("token", conn.RemoteAddr(), err.Error())
+		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		return
+	}
 	cfg := m.Hello.Config
 	if err := Normalize(&cfg); err != nil {
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
@@ -510,10 +546,13 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()
 	}
 	defer s.release(t)
 	admitted()
+	if subject != "" {
+		log = log.With("token_subject", subject)
+	}
 	log.Info("test admitted", admissionAttrs(m.Hello.Version, cfg, cl)...)
 
 	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
-		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg}
+		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg, TokenSubject: subject}
 	log = log.With("client_version", m.Hello.Version)
 	rec.Report, rec.Ended, rec.Err = s.runTest(ctx, c, t, cfg, dirs)
 	rec.UDPPeers = s.udpPeersOf(t)
