@@ -25,8 +25,8 @@ import (
 type Server struct {
 	// Limits are the same for every client address; Policy, when set,
 	// replaces them with classes of addresses.
-	Limits  Limits
-	Policy  *limits.Table
+	Limits Limits
+	Policy *limits.Table
 	// Tokens, when set, admits only tests with an access token it
 	// verifies: a native client's in its hello. A stock iperf3 client
 	// cannot carry one, and is refused unless iperf3's own
@@ -35,8 +35,8 @@ type Server struct {
 	// Iperf3Auth, when set, admits a stock iperf3 client only with
 	// iperf3's own credentials (--username, --rsa-public-key-path).
 	Iperf3Auth *i3auth.Authenticator
-	Version string
-	Logger  *slog.Logger
+	Version    string
+	Logger     *slog.Logger
 	// OnTest, when set, receives the server's view of each finished test.
 	OnTest func(TestRecord)
 	// Explain, when set, diagnoses the server's end of a test in a few
