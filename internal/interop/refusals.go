@@ -2,7 +2,6 @@ package interop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,6 +71,15 @@ func (h *Harness) Refuse(ctx context.Context, rf Refusal) (RefusalResult, error)
 		}
 		if rf.Busy {
 			long := exec.CommandContext(ctx, h.Iperf3, "-c", "127.0.0.1", "-p", strconv.Itoa(port), "-t", "30", "-b", "1M")
+			// Its output goes to a file (written by the process itself,
+			// read only if it never started).
+			said, err := os.CreateTemp("", "tcpscope-interop-long-*")
+			if err != nil {
+				return nil, err
+			}
+			defer os.Remove(said.Name())
+			defer said.Close()
+			long.Stdout, long.Stderr = said, said
 			if err := long.Start(); err != nil {
 				return nil, err
 			}
@@ -82,7 +90,7 @@ func (h *Harness) Refuse(ctx context.Context, rf Refusal) (RefusalResult, error)
 			deadline := time.Now().Add(10 * time.Second)
 			for established(port) < 2 {
 				if time.Now().After(deadline) {
-					return nil, errors.New("the long test did not start in 10 s")
+					return nil, fmt.Errorf("the long test did not start in 10 s (%d connections established; the client said %q)", established(port), readAll(said.Name()))
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -169,4 +177,13 @@ func established(port int) int {
 		}
 	}
 	return n
+}
+
+// readAll is a file's contents, or what went wrong reading it.
+func readAll(name string) string {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
