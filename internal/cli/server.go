@@ -15,9 +15,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/health"
+	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/token"
 )
 
 type serverFlags struct {
@@ -28,15 +30,25 @@ type serverFlags struct {
 	limitsFile string
 	check      bool
 	health     string
-	jsonLog    bool
-	debug      bool
+	// Access tokens (native clients) and iperf3's own authentication.
+	requireToken  bool
+	tokenKeys     []string
+	tokenAudience string
+	tokenIssuer   string
+	tokenLifetime time.Duration
+	rsaKey        string
+	usersFile     string
+	skew          int
+	pkcs1         bool
+	jsonLog       bool
+	debug         bool
 }
 
 // limitFlags are the flags a limits file replaces.
 var limitFlags = []string{"max-tests", "max-duration", "max-streams", "max-total-streams", "max-tests-per-address", "max-pending-per-address", "max-pending"}
 
 func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
-	f := &serverFlags{limits: perf.DefaultLimits}
+	f := &serverFlags{limits: perf.DefaultLimits, tokenLifetime: 24 * time.Hour}
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Serve tcpscope tests, many clients at once",
@@ -70,6 +82,15 @@ is deploy/limits.toml in tcpscope's source.`,
 	fl.StringVar(&f.limitsFile, "limits", "", "limits file: classes of client networks, each with its own limits (TOML; see deploy/limits.toml)")
 	fl.BoolVar(&f.check, "check", false, "check the limits (of --limits, or the flags), print them and exit")
 	fl.StringVar(&f.health, "health", "", "serve GET /healthz and POST /lameduck (from loopback) over HTTP at this address, e.g. 127.0.0.1:9201")
+	fl.BoolVar(&f.requireToken, "require-token", false, "admit only tests with an access token (native clients: --token; iperf3 clients: iperf3's own authentication)")
+	fl.StringArrayVar(&f.tokenKeys, "token-key", nil, "key that verifies access tokens: an Ed25519 public key (PEM or JSON Web Key) or an HMAC secret file; repeat for several")
+	fl.StringVar(&f.tokenAudience, "token-audience", "", "this server's name, which a token's audience must include (recommended: a token for one server is then no pass to another)")
+	fl.StringVar(&f.tokenIssuer, "token-issuer", "", "the issuer a token must name")
+	fl.Var(seconds{&f.tokenLifetime}, "token-max-lifetime", "refuse tokens valid for longer than this from now")
+	fl.StringVar(&f.rsaKey, "rsa-private-key-path", "", "iperf3 authentication: the RSA private key that decrypts clients' credentials (as iperf3 -s)")
+	fl.StringVar(&f.usersFile, "authorized-users-path", "", "iperf3 authentication: the file of user,sha256 lines (as iperf3 -s)")
+	fl.IntVar(&f.skew, "time-skew-threshold", 10, "iperf3 authentication: the largest clock difference allowed, in seconds")
+	fl.BoolVar(&f.pkcs1, "use-pkcs1-padding", false, "iperf3 authentication: also accept PKCS #1 v1.5 padding, as clients before iperf3 3.17 send (a decryption-oracle risk: CVE-2024-26306)")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
 	return cmd
@@ -105,8 +126,58 @@ func serverPolicy(cmd *cobra.Command, f *serverFlags) (limits.Table, error) {
 	return t, nil
 }
 
+// serverAuth builds the server's token verifier and iperf3
+// authenticator from the flags (nil where not asked for).
+func serverAuth(f *serverFlags) (*token.Verifier, *i3auth.Authenticator, error) {
+	var v *token.Verifier
+	switch {
+	case f.requireToken && len(f.tokenKeys) == 0:
+		return nil, nil, usagef("give the key that verifies them: --token-key FILE (tcpscope token keygen makes one)", "--require-token without --token-key")
+	case !f.requireToken && len(f.tokenKeys) > 0:
+		return nil, nil, usagef("add --require-token, or drop --token-key", "--token-key without --require-token")
+	case f.requireToken:
+		v = &token.Verifier{Issuer: f.tokenIssuer, Audience: f.tokenAudience, MaxLifetime: f.tokenLifetime, Leeway: 30 * time.Second}
+		for _, name := range f.tokenKeys {
+			data, err := os.ReadFile(name)
+			if err != nil {
+				return nil, nil, usagef("give a readable key file", "read --token-key: %v", err)
+			}
+			k, err := token.ParseKey(data)
+			if err != nil {
+				return nil, nil, usagef("an Ed25519 public key (PEM or JSON Web Key), or an HMAC secret of 32 bytes or more", "--token-key %s: %v", name, err)
+			}
+			v.Keys = append(v.Keys, k)
+		}
+	}
+	if (f.rsaKey == "") != (f.usersFile == "") {
+		return nil, nil, usagef("iperf3 authentication needs both, as iperf3 -s does", "--rsa-private-key-path and --authorized-users-path go together")
+	}
+	if f.rsaKey == "" {
+		return v, nil, nil
+	}
+	data, err := os.ReadFile(f.rsaKey)
+	if err != nil {
+		return nil, nil, usagef("give a readable RSA private key (PEM)", "read --rsa-private-key-path: %v", err)
+	}
+	key, err := i3auth.ParsePrivateKey(data)
+	if err != nil {
+		return nil, nil, usagef("an RSA private key in PEM, e.g. from openssl genrsa -out private.pem 2048", "--rsa-private-key-path %s: %v", f.rsaKey, err)
+	}
+	if _, err := os.Stat(f.usersFile); err != nil {
+		return nil, nil, usagef("give the authorized-users file (lines of user,sha256 of {user}password)", "--authorized-users-path: %v", err)
+	}
+	if f.skew < 1 {
+		return nil, nil, usagef("use a positive number of seconds", "bad --time-skew-threshold %d", f.skew)
+	}
+	return v, &i3auth.Authenticator{Key: key, UsersFile: f.usersFile, Skew: time.Duration(f.skew) * time.Second, PKCS1: f.pkcs1}, nil
+}
+
 func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
 	policy, err := serverPolicy(cmd, f)
+	if err != nil {
+		return err
+	}
+	tokens, iperf3Auth, err := serverAuth(f)
 	if err != nil {
 		return err
 	}
@@ -159,7 +230,7 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
 			Version, ln.Addr(), policy.Server.MaxTests, policy.Source, len(policy.Classes))
 	}
-	srv := &perf.Server{Policy: &policy, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
+	srv := &perf.Server{Policy: &policy, Tokens: tokens, Iperf3Auth: iperf3Auth, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
 	srv.OnTest = func(rec perf.TestRecord) {

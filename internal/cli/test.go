@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type testFlags struct {
 	udp        bool
 	srvOutput  bool
 	blocks     model.Bytes // -k: a count of -l blocks
+	token      string
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -86,6 +88,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVarP(&f.ipv4, "ipv4", "4", false, "IPv4 only")
 	fl.BoolVarP(&f.ipv6, "ipv6", "6", false, "IPv6 only")
 	fl.StringVarP(&f.bind, "bind", "B", "", "local address to send from")
+	fl.StringVar(&f.token, "token", "", "access token for a server that requires one (default $TCPSCOPE_TOKEN)")
 	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
 	fl.BoolVarP(&f.verbose, "verbose", "V", false, "show more kernel variables per interval (text output; JSON has them all)")
@@ -237,7 +240,10 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	if err := perf.Normalize(&f.cfg); err != nil {
 		return nil, false, err
 	}
-	client := &perf.Client{Version: Version, Network: "tcp", ServerOutput: f.srvOutput, Blocks: int64(f.blocks)}
+	client := &perf.Client{Version: Version, Network: "tcp", ServerOutput: f.srvOutput, Blocks: int64(f.blocks), Token: f.token}
+	if client.Token == "" {
+		client.Token = os.Getenv("TCPSCOPE_TOKEN")
+	}
 	if f.ipv4 {
 		client.Network = "tcp4"
 	}
