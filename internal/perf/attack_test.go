@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"encoding/json"
 	"io"
 	"math"
@@ -50,6 +51,7 @@ type session struct {
 	ctrl   *net.TCPConn
 	r      *bufio.Reader
 	cookie []byte
+	keys   [][]byte
 }
 
 // openSession says hello with cfg and expects a welcome.
@@ -76,6 +78,7 @@ func helloOn(t *testing.T, addr string, c *net.TCPConn, cfg model.TestConfig) *s
 		t.Fatalf("hello: got %+v, want a welcome", m)
 	}
 	s.cookie = m.Welcome.Cookie
+	s.keys = m.Welcome.StreamKeys
 	return s
 }
 
@@ -100,7 +103,7 @@ func (s *session) data(id int) *net.TCPConn {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() { c.Close() })
-	c.Write(dataPreamble(s.cookie, id))
+	c.Write(dataPreamble(s.keys[id], id))
 	return c.(*net.TCPConn)
 }
 
@@ -380,7 +383,7 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	server, _ := net.ResolveUDPAddr("udp4", addr)
 	to, received := victim(t, "127.0.0.2")
 	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Length: 1400})
-	hello := udpHello(s.cookie, 0)
+	hello := udpHello(s.keys[0], 0)
 	spoofUDP(t, to, server, hello)
 	// The server answers the forged hello; the attacker, who never sees
 	// the answer, starts the test with the token it does not have.
@@ -438,7 +441,7 @@ func TestUDPSenderStopsOnRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	uc.Write(udpHello(s.cookie, 0))
+	uc.Write(udpHello(s.keys[0], 0))
 	uc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 2048)
 	n, err := uc.Read(buf)
@@ -555,4 +558,37 @@ func TestPendingLimitLeavesRoomForStreams(t *testing.T) {
 		t.Fatalf("-P 16 --bidir under a pending limit of 2: %v", err)
 	}
 	checkRun(t, run)
+}
+
+// A data connection joins a test only with its stream's own key: the
+// test's cookie, another stream's key, or a key replayed once its stream
+// has arrived open nothing. (The cookie stays on the control connection,
+// encrypted under TLS; a key is seen on the wire only as its stream
+// claims it.)
+func TestDataNeedsItsStreamKey(t *testing.T) {
+	addr := serveWith(t, &Server{Version: "test"})
+	s := openSession(t, addr, model.TestConfig{Duration: 2 * time.Second, Parallel: 2})
+	closedAtOnce := func(preamble []byte) bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write(preamble)
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		return errors.Is(err, io.EOF) || isReset(err)
+	}
+	if !closedAtOnce(dataPreamble(s.cookie, 0)) {
+		t.Error("the cookie opened a data connection")
+	}
+	if !closedAtOnce(dataPreamble(s.keys[1], 0)) {
+		t.Error("stream 1's key opened stream 0")
+	}
+	s.data(0)
+	s.data(1)
+	s.start()
+	if !closedAtOnce(dataPreamble(s.keys[0], 0)) {
+		t.Error("a key replayed after its stream arrived opened a connection")
+	}
 }

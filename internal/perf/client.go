@@ -71,7 +71,10 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if cfg.IsUDP() {
 		open = c.openUDPStreams
 	}
-	streams, err := open(ctx, addr, &cfg, w.Cookie, run)
+	if len(w.StreamKeys) != len(cfg.Directions()) {
+		return nil, errorf(CodeProtocol, "use the same tcpscope release on both ends", "the server's welcome has %d stream keys for %d streams", len(w.StreamKeys), len(cfg.Directions()))
+	}
+	streams, err := open(ctx, addr, &cfg, w.StreamKeys, run)
 	defer func() {
 		for _, s := range streams {
 			s.close()
@@ -197,7 +200,7 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 // openStreams dials the data connections, one per stream, and records
 // them in run. The streams opened so far are returned even on error, for
 // the caller to close.
-func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, cookie []byte, run *model.Run) ([]*stream, error) {
+func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*stream, error) {
 	dirs := cfg.Directions()
 	streams := make([]*stream, 0, len(dirs))
 	for i, d := range dirs {
@@ -209,7 +212,7 @@ func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestCo
 		tc := dc.(*net.TCPConn)
 		streams = append(streams, &stream{id: i, role: role, conn: tc})
 		_ = tc.SetNoDelay(cfg.NoDelay)
-		if _, err := tc.Write(dataPreamble(cookie, i)); err != nil {
+		if _, err := tc.Write(dataPreamble(keys[i], i)); err != nil {
 			return streams, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
 		}
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: tc.LocalAddr().String()})

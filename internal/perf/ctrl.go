@@ -66,6 +66,15 @@ func (c *ctrl) sendError(code Code, msg, hint string) {
 	_ = c.send(&message{Type: msgError, Error: &wireError{Code: code, Message: msg, Hint: hint}})
 }
 
+// newKeys makes n stream keys, each as random as a cookie.
+func newKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = newCookie()
+	}
+	return keys
+}
+
 func newCookie() []byte {
 	b := make([]byte, cookieLen)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on Linux

@@ -490,7 +490,7 @@ func brokenServer(t *testing.T) string {
 		if m, err := readMessage(r, maxClientMessage); err != nil || m.Type != msgHello {
 			return
 		}
-		writeMessage(ctl, &message{Type: msgWelcome, Welcome: &welcome{Protocol: ProtocolVersion, Cookie: make([]byte, cookieLen)}})
+		writeMessage(ctl, &message{Type: msgWelcome, Welcome: &welcome{Protocol: ProtocolVersion, Cookie: make([]byte, cookieLen), StreamKeys: newKeys(1)}})
 		if accept(dataMagic, cookieLen+2) == nil {
 			return
 		}
@@ -518,8 +518,10 @@ func TestServerVanishes(t *testing.T) {
 func TestLateDataConnectionClosed(t *testing.T) {
 	srv := &Server{}
 	srv.running = map[string]*serverTest{}
-	st := &serverTest{cookie: make([]byte, cookieLen), nconn: 1, data: make(chan dataConn, 1)}
+	srv.byKey = map[string]streamRef{}
+	st := &serverTest{cookie: make([]byte, cookieLen), nconn: 1, data: make(chan dataConn, 1), keys: newKeys(1)}
 	srv.running[string(st.cookie)] = st
+	srv.byKey[string(st.keys[0])] = streamRef{st, 0}
 	srv.seal(st)
 	a, b := net.Pipe()
 	defer a.Close()
@@ -527,7 +529,7 @@ func TestLateDataConnectionClosed(t *testing.T) {
 	defer ln.Close()
 	go func() {
 		c, _ := net.Dial("tcp", ln.Addr().String())
-		c.Write(dataPreamble(st.cookie, 0))
+		c.Write(dataPreamble(st.keys[0], 0))
 		var one [1]byte
 		c.SetReadDeadline(time.Now().Add(3 * time.Second))
 		_, err := c.Read(one[:])

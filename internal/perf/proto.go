@@ -14,7 +14,7 @@ import (
 
 // ProtocolVersion is the native control protocol's version. A server
 // refuses clients speaking another version with CodeVersion.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Magic bytes open every connection to a server, so one port can tell a
 // control connection, a data connection and (later) other protocols apart.
@@ -75,6 +75,12 @@ type welcome struct {
 	Version  string `json:"version"`
 	Kernel   string `json:"kernel,omitempty"`
 	Cookie   []byte `json:"cookie"`
+	// StreamKeys are one random 16-byte key per stream, in stream-id
+	// order: a data connection's preamble, or a UDP stream's hello,
+	// carries its stream's key. The cookie names the test and travels
+	// only on the control connection (encrypted under TLS); a key is
+	// seen on the wire only as its stream claims it, once.
+	StreamKeys [][]byte `json:"stream_keys"`
 	// RateCap is the rate the server holds a TCP test to, all streams
 	// together (its limits for the client's address); 0: none.
 	RateCap model.Bitrate `json:"rate_cap,omitempty"`

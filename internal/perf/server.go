@@ -75,6 +75,9 @@ type Server struct {
 	expectedTotal int
 	refusals      refusalLog
 	wg            sync.WaitGroup
+	// byKey finds a running test's stream by the key its data
+	// connection or UDP hello carries (under mu).
+	byKey map[string]streamRef
 	// draining: lame-duck mode (LameDuck); idle is closed once a
 	// draining server runs no test (both under mu).
 	draining bool
@@ -116,6 +119,12 @@ func (s *Server) checkToken(tok string) (string, error) {
 		return "", errorf(CodeDenied, hint, "%v", err)
 	}
 	return c.Subject, nil
+}
+
+// streamRef is a stream of a running test.
+type streamRef struct {
+	t  *serverTest
+	id int
 }
 
 type dataConn struct {
@@ -163,6 +172,8 @@ type serverTest struct {
 	expecting bool
 	// class is the client's in the server's policy.
 	class *limits.Class
+	// keys are its streams' keys (native tests; see welcome.StreamKeys).
+	keys [][]byte
 }
 
 // Serve accepts connections until ctx ends, then stops the running tests
@@ -186,6 +197,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.turnFreed = make(chan struct{})
 	s.pending = make(map[string]int)
 	s.expected = make(map[string]int)
+	s.byKey = make(map[string]streamRef)
 	s.mu.Unlock()
 	s.refusals.logger = s.Logger
 
@@ -339,16 +351,16 @@ func (s *Server) data(c *net.TCPConn, admitted func()) {
 		c.Close()
 		return
 	}
-	cookie, id, err := parseDataPreamble(rest)
+	key, id, err := parseDataPreamble(rest)
 	if err != nil {
 		c.Close()
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	s.mu.Lock()
-	t := s.running[string(cookie)]
+	ref, found := s.byKey[string(key)]
 	taken := false
-	if t != nil && !t.full && id < t.nconn {
+	if t := ref.t; found && ref.id == id && !t.full && !t.udp {
 		select {
 		case t.data <- dataConn{conn: c, stream: id}:
 			taken = true
@@ -408,6 +420,9 @@ func (s *Server) admit(t *serverTest) error {
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
+	for i, k := range t.keys {
+		s.byKey[string(k)] = streamRef{t, i}
+	}
 	if !t.udp {
 		s.expected[string(t.clientIP.To16())] += t.nconn
 		s.expectedTotal += t.nconn
@@ -475,6 +490,9 @@ func (s *Server) udpPeersOf(t *serverTest) []string {
 func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
+	for _, k := range t.keys {
+		delete(s.byKey, string(k))
+	}
 	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
 	s.closeIfIdleLocked()
@@ -538,7 +556,7 @@ func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()
 	}
 	dirs := cfg.Directions()
 	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now(),
-		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP, class: cl}
+		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP, class: cl, keys: newKeys(len(dirs))}
 	if err := s.admit(t); err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
@@ -635,7 +653,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 		rateCap = t.class.MaxRate
 	}
 	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
-		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, RateCap: rateCap,
+		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, StreamKeys: t.keys, RateCap: rateCap,
 	}}); err != nil {
 		return rep, "", err
 	}

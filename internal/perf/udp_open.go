@@ -137,8 +137,8 @@ func (s *Server) serveUDP(ctx context.Context, pc *net.UDPConn) {
 			continue
 		}
 		msg := append([]byte(nil), buf[:n]...)
-		if cookie, id, ok := parseUDPHello(msg); ok {
-			s.udpNative(ctx, pc, peer, cookie, id)
+		if key, id, ok := parseUDPHello(msg); ok {
+			s.udpNative(ctx, pc, peer, key, id)
 		} else if n == 4 {
 			s.udpIperf3(ctx, pc, peer)
 		}
@@ -150,10 +150,11 @@ func (s *Server) serveUDP(ctx context.Context, pc *net.UDPConn) {
 // with a token and sends nothing else there until the client has echoed
 // the token (runTest). Later hellos for the id from other addresses are
 // not answered.
-func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr, cookie []byte, id int) {
+func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr, key []byte, id int) {
 	s.mu.Lock()
-	t := s.running[string(cookie)]
-	ok := t != nil && t.udp && !t.iperf3 && !t.full && id < t.nconn && !t.claimed[id]
+	ref, found := s.byKey[string(key)]
+	t := ref.t
+	ok := found && ref.id == id && t.udp && !t.iperf3 && !t.full && !t.claimed[id]
 	if ok {
 		t.claimed[id] = true
 	}
@@ -271,12 +272,12 @@ func (s *Server) deliverUDP(t *serverTest, d dataConn) {
 }
 
 // openUDPStreams opens a native test's UDP streams, one after another.
-func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.TestConfig, cookie []byte, run *model.Run) ([]*stream, error) {
+func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*stream, error) {
 	var streams []*stream
 	for i, d := range cfg.Directions() {
 		role := model.RoleOf(model.ClientSide, d)
 		var token []byte
-		uc, err := c.dialUDP(ctx, addr, cfg, role, udpHello(cookie, i), func(b []byte) (ok bool) {
+		uc, err := c.dialUDP(ctx, addr, cfg, role, udpHello(keys[i], i), func(b []byte) (ok bool) {
 			token, ok = parseUDPAnswer(b, i)
 			return ok
 		})
