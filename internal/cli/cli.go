@@ -101,7 +101,7 @@ func classify(err error) (int, string) {
 		return ExitUnreachable, hint
 	case perf.CodeTimeout:
 		return ExitTimeout, hint
-	case perf.CodeVersion, perf.CodeProtocol, perf.CodeUnverified:
+	case perf.CodeVersion, perf.CodeProtocol, perf.CodeUnverified, perf.CodeTLS:
 		return ExitProtocol, hint
 	case perf.CodeBusy, perf.CodeLimit, perf.CodeDenied, perf.CodeShutdown:
 		return ExitBusy, hint

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,6 +42,8 @@ type serverFlags struct {
 	usersFile     string
 	skew          int
 	pkcs1         bool
+	tlsCert       string
+	tlsKey        string
 	jsonLog       bool
 	debug         bool
 }
@@ -91,6 +95,8 @@ is deploy/limits.toml in tcpscope's source.`,
 	fl.StringVar(&f.usersFile, "authorized-users-path", "", "iperf3 authentication: the file of user,sha256 lines (as iperf3 -s)")
 	fl.IntVar(&f.skew, "time-skew-threshold", 10, "iperf3 authentication: the largest clock difference allowed, in seconds")
 	fl.BoolVar(&f.pkcs1, "use-pkcs1-padding", false, "iperf3 authentication: also accept PKCS #1 v1.5 padding, as clients before iperf3 3.17 send (a decryption-oracle risk: CVE-2024-26306)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "serve native control connections over TLS only, with this certificate (PEM; data connections stay plain)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
 	return cmd
@@ -172,12 +178,36 @@ func serverAuth(f *serverFlags) (*token.Verifier, *i3auth.Authenticator, error) 
 	return v, &i3auth.Authenticator{Key: key, UsersFile: f.usersFile, Skew: time.Duration(f.skew) * time.Second, PKCS1: f.pkcs1}, nil
 }
 
+// serverTLS loads --tls-cert and --tls-key, and says the certificate's
+// pin for clients to pin it by.
+func serverTLS(f *serverFlags) (*tls.Config, string, error) {
+	if f.tlsCert == "" && f.tlsKey == "" {
+		return nil, "", nil
+	}
+	if f.tlsCert == "" || f.tlsKey == "" {
+		return nil, "", usagef("give both, the certificate and its key", "--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	if err != nil {
+		return nil, "", usagef("PEM files of a certificate and its private key", "load --tls-cert and --tls-key: %v", err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil, "", usagef("a PEM certificate", "parse --tls-cert: %v", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, perf.CertPin(leaf), nil
+}
+
 func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
 	policy, err := serverPolicy(cmd, f)
 	if err != nil {
 		return err
 	}
 	tokens, iperf3Auth, err := serverAuth(f)
+	if err != nil {
+		return err
+	}
+	tlsConfig, pin, err := serverTLS(f)
 	if err != nil {
 		return err
 	}
@@ -230,7 +260,14 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
 			Version, ln.Addr(), policy.Server.MaxTests, policy.Source, len(policy.Classes))
 	}
-	srv := &perf.Server{Policy: &policy, Tokens: tokens, Iperf3Auth: iperf3Auth, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
+	if pin != "" {
+		if f.jsonLog {
+			logger.Info("tls", "certificate_pin", pin)
+		} else {
+			fmt.Fprintf(stdout, "TLS for control connections; clients may pin this certificate with --tls-pin %s\n", pin)
+		}
+	}
+	srv := &perf.Server{Policy: &policy, Tokens: tokens, Iperf3Auth: iperf3Auth, TLS: tlsConfig, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
 	srv.OnTest = func(rec perf.TestRecord) {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +35,9 @@ type testFlags struct {
 	srvOutput  bool
 	blocks     model.Bytes // -k: a count of -l blocks
 	token      string
+	tls        bool
+	tlsCA      string
+	tlsPin     string
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -88,6 +93,9 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVarP(&f.ipv4, "ipv4", "4", false, "IPv4 only")
 	fl.BoolVarP(&f.ipv6, "ipv6", "6", false, "IPv6 only")
 	fl.StringVarP(&f.bind, "bind", "B", "", "local address to send from")
+	fl.BoolVar(&f.tls, "tls", false, "run the control connection over TLS, verifying the server's certificate by the system's roots (or --tls-ca)")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "trust this CA certificate (PEM) for --tls")
+	fl.StringVar(&f.tlsPin, "tls-pin", "", "run the control connection over TLS and trust exactly the server with this certificate pin (sha256/..., as the server prints it)")
 	fl.StringVar(&f.token, "token", "", "access token for a server that requires one (default $TCPSCOPE_TOKEN)")
 	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
@@ -244,6 +252,11 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}
+	tlsConfig, err := clientTLS(f)
+	if err != nil {
+		return nil, false, err
+	}
+	client.TLS = tlsConfig
 	if f.ipv4 {
 		client.Network = "tcp4"
 	}
@@ -322,4 +335,33 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		return run, true, &exitError{code: ExitInterrupted}
 	}
 	return run, true, nil
+}
+
+// clientTLS is the control connection's TLS configuration from the
+// flags, or nil for plain TCP.
+func clientTLS(f *testFlags) (*tls.Config, error) {
+	switch {
+	case f.tlsPin != "":
+		if f.tlsCA != "" {
+			return nil, usagef("a pin trusts one certificate, whoever signed it: drop --tls-ca", "--tls-pin and --tls-ca together")
+		}
+		cfg, err := perf.PinnedTLS(f.tlsPin)
+		if err != nil {
+			return nil, usagef("copy the pin the server prints at start", "%v", err)
+		}
+		return cfg, nil
+	case f.tlsCA != "":
+		pem, err := os.ReadFile(f.tlsCA)
+		if err != nil {
+			return nil, usagef("give a readable CA certificate (PEM)", "read --tls-ca: %v", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, usagef("a PEM file of CA certificates", "--tls-ca %s has no certificate", f.tlsCA)
+		}
+		return &tls.Config{RootCAs: roots}, nil
+	case f.tls:
+		return &tls.Config{}, nil
+	}
+	return nil, nil
 }

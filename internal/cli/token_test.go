@@ -50,3 +50,22 @@ func TestTokenCommands(t *testing.T) {
 		}
 	}
 }
+
+// The TLS flags refused when they cannot work together.
+func TestTLSFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--listen", "127.0.0.1:0", "--tls-cert", "x.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"server", "--listen", "127.0.0.1:0", "--tls-cert", "x.pem", "--tls-key", "y.pem"}, "load --tls-cert"},
+		{[]string{"test", "127.0.0.1:9", "--tls-pin", "sha256/short"}, "want sha256/"},
+		{[]string{"test", "127.0.0.1:9", "--tls-pin", "sha256/AAAA", "--tls-ca", "x.pem"}, "--tls-pin and --tls-ca together"},
+		{[]string{"test", "127.0.0.1:9", "--tls-ca", "/nonexistent.pem"}, "read --tls-ca"},
+	} {
+		code, _, errs := run(tc.args...)
+		if code != ExitUsage || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

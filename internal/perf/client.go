@@ -2,12 +2,14 @@ package perf
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -45,6 +47,10 @@ type Client struct {
 	Now func() time.Time
 	// Token is an access token for a server that requires one.
 	Token string
+	// TLS, when set, runs the control connection over TLS (the data
+	// connections stay plain). Without a ServerName, the host of the
+	// address is the name checked.
+	TLS *tls.Config
 }
 
 // Run runs one test against the server at addr (host:port). When ctx ends
@@ -167,12 +173,20 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 		return nil, nil, nil, classifyDial(err, addr)
 	}
 	conn := cc.(*net.TCPConn)
-	ctl := newCtrl(conn, maxMessage)
 	fail := func(err error) (*net.TCPConn, *ctrl, *welcome, error) {
 		conn.Close()
 		return nil, nil, nil, err
 	}
-	if _, err := conn.Write([]byte(controlMagic)); err != nil {
+	var ctlConn net.Conn = conn
+	if c.TLS != nil {
+		tc, err := c.startTLS(ctx, conn, addr)
+		if err != nil {
+			return fail(err)
+		}
+		ctlConn = tc
+	}
+	ctl := newCtrl(ctlConn, maxMessage)
+	if _, err := ctlConn.Write([]byte(controlMagic)); err != nil {
 		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
 	}
 	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg, Token: c.Token}}); err != nil {
@@ -182,8 +196,8 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	// byte, 0 for any message it sends. A stock iperf3 server took our
 	// first 37 bytes for its cookie and answers with one state byte:
 	// PARAM_EXCHANGE, or busy, or an error.
-	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	if b, err := ctl.r.Peek(1); err == nil && (b[0] == i3ParamExchange || b[0] == i3AccessDenied || b[0] == i3ServerError) {
+	_ = ctlConn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	if b, err := ctl.r.Peek(1); c.TLS == nil && err == nil && (b[0] == i3ParamExchange || b[0] == i3AccessDenied || b[0] == i3ServerError) {
 		return fail(errIperf3Server)
 	}
 	m, err := c.expect(ctl, msgWelcome, addr)
@@ -195,6 +209,31 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 			"server %s speaks protocol %d, this client %d", m.Welcome.Version, m.Welcome.Protocol, ProtocolVersion))
 	}
 	return conn, ctl, m.Welcome, nil
+}
+
+// startTLS runs the TLS handshake on the control connection.
+func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string) (*tls.Conn, error) {
+	cfg := c.TLS.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	if cfg.MinVersion == 0 {
+		cfg.MinVersion = tls.VersionTLS13
+	}
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		var ce *tls.CertificateVerificationError
+		hint := "is " + addr + " a tcpscope server with TLS (--tls-cert)?"
+		if errors.As(err, &ce) || strings.Contains(err.Error(), "pin") {
+			hint = "check the server's name and certificate, or pin it with --tls-pin; the server prints its pin at start"
+		}
+		return nil, &Error{Code: CodeTLS, Msg: "TLS with " + addr, Hint: hint, Err: err}
+	}
+	return tc, nil
 }
 
 // openStreams dials the data connections, one per stream, and records

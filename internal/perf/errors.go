@@ -18,6 +18,7 @@ const (
 	CodeBusy        Code = "busy"        // the server is at its concurrency limit
 	CodeLimit       Code = "limit"       // the request exceeds a server limit
 	CodeDenied      Code = "denied"      // the server's limits do not allow it from this address
+	CodeTLS         Code = "tls"         // the server requires TLS, or TLS failed (a certificate not trusted, a pin not matched)
 	CodeBadConfig   Code = "bad-config"  // the request is invalid
 	CodeProtocol    Code = "protocol"    // the peer broke the protocol
 	CodeAborted     Code = "aborted"     // the test broke off mid-way

@@ -3,6 +3,7 @@ package perf
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,11 @@ type Server struct {
 	// cannot carry one, and is refused unless iperf3's own
 	// authentication admits it (Iperf3Auth).
 	Tokens *token.Verifier
+	// TLS, when set, serves native control connections over TLS, and
+	// only over TLS: a plain one is refused, so that its cookie and
+	// keys never cross in clear. (Data connections stay plain; stock
+	// iperf3 clients speak their own protocol.)
+	TLS *tls.Config
 	// Iperf3Auth, when set, admits a stock iperf3 client only with
 	// iperf3's own credentials (--username, --rsa-public-key-path).
 	Iperf3Auth *i3auth.Authenticator
@@ -329,8 +335,22 @@ func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64, admitted fu
 		c.Close()
 		return
 	}
+	if magic[0] == tlsRecordHandshake && s.TLS != nil {
+		s.serveTLS(ctx, tc, magic[:], admitted)
+		return
+	}
 	switch string(magic[:]) {
 	case controlMagic:
+		if s.TLS != nil {
+			// The hello is read first: closing on it unread would
+			// reset the connection before the client read why.
+			c := newCtrl(tc, maxClientMessage)
+			if _, err := c.recv(handshakeTimeout); err == nil {
+				c.sendError(CodeTLS, "this server takes its control connections over TLS only", "test with --tls or --tls-pin")
+			}
+			tc.Close()
+			return
+		}
 		s.control(ctx, tc, admitted)
 	case dataMagic:
 		s.data(tc, admitted)
@@ -523,7 +543,7 @@ func (s *Server) closeLate(t *serverTest) {
 }
 
 // control runs one test from hello to bye.
-func (s *Server) control(ctx context.Context, conn *net.TCPConn, admitted func()) {
+func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 	defer conn.Close()
 	log := s.Logger.With("client", conn.RemoteAddr().String())
 	c := newCtrl(conn, maxClientMessage)
