@@ -5,7 +5,10 @@ BIN     := bin/tcpscope
 PORT    ?= 5299
 export CGO_ENABLED := 0
 
-.PHONY: all build demo demo-loopback test setup vet fuzz bench clean
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+.PHONY: all build demo demo-loopback test setup vet fuzz bench clean man install
 
 all: build
 
@@ -75,6 +78,21 @@ bench: build setup
 	bash bench/watch.sh
 	bash bench/iperf3.sh
 	@if [ "$$(id -u)" = 0 ]; then bash bench/lab.sh && bash bench/diagnose.sh; else echo "bench: the lab benchmarks need root"; fi
+
+# Man pages for every command, generated from the commands themselves.
+man: build
+	$(BIN) man --dir bin/man/man1
+
+# The binary, its man pages, the systemd unit and an example limits file
+# (installed as /etc/tcpscope/limits.toml only when there is none).
+install: build man
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tcpscope
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 bin/man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 deploy/tcpscope-server.service $(DESTDIR)$(PREFIX)/lib/systemd/system/tcpscope-server.service
+	sed -i 's|/usr/local/bin/tcpscope|$(PREFIX)/bin/tcpscope|' $(DESTDIR)$(PREFIX)/lib/systemd/system/tcpscope-server.service
+	install -D -m 0644 deploy/limits.toml $(DESTDIR)$(PREFIX)/share/doc/tcpscope/limits.toml
+	@test -e $(DESTDIR)/etc/tcpscope/limits.toml || install -D -m 0644 deploy/limits.toml $(DESTDIR)/etc/tcpscope/limits.toml
 
 clean:
 	rm -rf bin

@@ -133,6 +133,6 @@ memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef("tcpscope "+c.Name()+" --help", "%v", err)
 	})
-	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout))
+	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout), newManCmd(stdout))
 	return root
 }
