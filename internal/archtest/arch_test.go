@@ -21,6 +21,7 @@ const module = "github.com/tcpscope/tcpscope"
 var allowed = map[string][]string{
 	"cmd/tcpscope":            {"internal/cli"},
 	"bench/conns":             {},
+	"bench/soak":              {},
 	"internal/cli":            {"*"},
 	"internal/model":          {},
 	"internal/tcpinfo":        {"internal/model"},
