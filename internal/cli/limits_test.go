@@ -158,3 +158,13 @@ func TestServerLameDuck(t *testing.T) {
 		})
 	}
 }
+
+// With --json-log the error that stops a server is a JSON line too, with
+// the exit code a script sees.
+func TestServerJSONLogError(t *testing.T) {
+	code, out, errs := run("server", "--limits", filepath.Join(t.TempDir(), "none.toml"), "--json-log")
+	var rec map[string]any
+	if code != ExitUsage || out != "" || json.Unmarshal([]byte(errs), &rec) != nil || rec["msg"] != "server failed" || rec["exit_code"] != float64(ExitUsage) {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

@@ -69,7 +69,15 @@ caps, protocols); --check prints what a file means and exits. An example
 is deploy/limits.toml in tcpscope's source.`,
 		Args: noArgs("tcpscope server --listen :5201"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runServer(cmd, f, stdout, stderr)
+			err := runServer(cmd, f, stdout, stderr)
+			if err != nil && f.jsonLog {
+				// With --json-log even the error that ends the server
+				// is a JSON line, for the log shipper that reads them.
+				code, line := errorLine(err)
+				slog.New(slog.NewJSONHandler(stderr, nil)).Error("server failed", "err", line, "exit_code", code)
+				return &exitError{code: code}
+			}
+			return err
 		},
 	}
 	fl := cmd.Flags()

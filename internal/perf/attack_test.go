@@ -25,22 +25,8 @@ import (
 // serveWith runs srv on a fresh loopback port until the test ends.
 func serveWith(t *testing.T, srv *Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("server did not stop")
-		}
-	})
-	return ln.Addr().String()
+	addr, _ := serve(t, srv)
+	return addr
 }
 
 // session is a native client spoken by hand, for clients that misbehave

@@ -18,15 +18,23 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// startServer serves on a fresh loopback port until the test ends.
+// startServer serves lim on a fresh loopback port until the test ends;
+// the cancel function stops it sooner.
 func startServer(t *testing.T, lim Limits) (string, context.CancelFunc) {
+	t.Helper()
+	return serve(t, &Server{Limits: lim, Version: "test"})
+}
+
+// serve runs srv on a fresh loopback port until the test ends, or until
+// the returned function is called, and fails the test if Serve fails or
+// does not stop.
+func serve(t *testing.T, srv *Server) (string, context.CancelFunc) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &Server{Limits: lim, Version: "test"}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
