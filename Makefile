@@ -8,7 +8,7 @@ export CGO_ENABLED := 0
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all build demo demo-loopback test setup vet fuzz bench clean man install
+.PHONY: all build demo demo-loopback test setup vet fuzz bench soak clean man install
 
 all: build
 
@@ -72,6 +72,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzIperf3Params -fuzztime 30s ./internal/perf
 	$(GO) test -run XXX -fuzz FuzzIperf3Results -fuzztime 30s ./internal/perf
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/tcpinfo
+	$(GO) test -run XXX -fuzz FuzzVerify -fuzztime 30s ./internal/token
 
 bench: build setup
 	bash bench/run.sh
@@ -93,6 +94,11 @@ install: build man
 	sed -i 's|/usr/local/bin/tcpscope|$(PREFIX)/bin/tcpscope|' $(DESTDIR)$(PREFIX)/lib/systemd/system/tcpscope-server.service
 	install -D -m 0644 deploy/limits.toml $(DESTDIR)$(PREFIX)/share/doc/tcpscope/limits.toml
 	@test -e $(DESTDIR)/etc/tcpscope/limits.toml || install -D -m 0644 deploy/limits.toml $(DESTDIR)/etc/tcpscope/limits.toml
+
+# 20 minutes of the server under legitimate tests and attacks
+# (SOAK_DURATION=5m for less); forged UDP hellos need root.
+soak: build setup
+	bash bench/soak.sh
 
 clean:
 	rm -rf bin
