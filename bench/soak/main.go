@@ -256,11 +256,11 @@ func garbage(ctx context.Context, addr string, n *attackCounts) {
 	}
 }
 
-// slowloris: up to 64 connections at once, each trickling a byte of the
-// control magic every 3 s; renewed as the server closes them.
-func slowloris(ctx context.Context, addr string, n *attackCounts) {
+// holding keeps n attacking connections open at once, each dialled
+// anew (after a pause, not in a busy loop) when hold returns.
+func holding(ctx context.Context, addr string, n int, count *atomic.Int64, hold func(net.Conn)) {
 	var wg sync.WaitGroup
-	for range 64 {
+	for range n {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				c, err := attacker.Dial("tcp", addr)
@@ -268,50 +268,43 @@ func slowloris(ctx context.Context, addr string, n *attackCounts) {
 					sleep(ctx, time.Second)
 					continue
 				}
-				n.slowloris.Add(1)
-				for i := 0; ctx.Err() == nil; i++ {
-					if _, err := c.Write([]byte{"TCPSCOPE"[i%8]}); err != nil {
-						break
-					}
-					sleep(ctx, 3*time.Second)
-				}
+				count.Add(1)
+				hold(c)
 				c.Close()
+				sleep(ctx, 100*time.Millisecond)
 			}
 		})
 	}
 	wg.Wait()
 }
 
+// slowloris: 64 connections at once, each trickling a byte of the
+// control magic every 3 s; renewed as the server closes them.
+func slowloris(ctx context.Context, addr string, n *attackCounts) {
+	holding(ctx, addr, 64, &n.slowloris, func(c net.Conn) {
+		for i := 0; ctx.Err() == nil; i++ {
+			if _, err := c.Write([]byte{"TCPSCOPE"[i%8]}); err != nil {
+				return
+			}
+			sleep(ctx, 3*time.Second)
+		}
+	})
+}
+
 // hoard: 16 hellos at once that never open their streams, renewed as
 // the server drops them.
 func hoard(ctx context.Context, addr string, n *attackCounts) {
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				c, err := attacker.Dial("tcp", addr)
-				if err != nil {
-					sleep(ctx, time.Second)
-					continue
-				}
-				body, _ := json.Marshal(map[string]any{"type": "hello", "hello": map[string]any{"protocol": 3, "version": "soak", "config": map[string]any{"duration_ns": 5e9}}})
-				msg := binary.BigEndian.AppendUint32([]byte("TCPSCOPE"), uint32(len(body)))
-				_, _ = c.Write(append(msg, body...))
-				n.hoarded.Add(1)
-				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-				_, _ = c.Read(make([]byte, 4096))
-				buf := make([]byte, 1)
-				for ctx.Err() == nil {
-					if _, err := c.Read(buf); err != nil {
-						break
-					}
-				}
-				c.Close()
-				sleep(ctx, 100*time.Millisecond) // renewed, not a busy loop
+	body, _ := json.Marshal(map[string]any{"type": "hello", "hello": map[string]any{"protocol": 3, "version": "soak", "config": map[string]any{"duration_ns": 5e9}}})
+	hello := append(binary.BigEndian.AppendUint32([]byte("TCPSCOPE"), uint32(len(body))), body...)
+	holding(ctx, addr, 16, &n.hoarded, func(c net.Conn) {
+		_, _ = c.Write(hello)
+		buf := make([]byte, 4096)
+		for ctx.Err() == nil {
+			if _, err := c.Read(buf); err != nil {
+				return
 			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 }
 
 // reflect forges UDP hellos from the victim's address, 100 a second:
