@@ -41,7 +41,8 @@ func TestServerLimitsCheck(t *testing.T) {
 		}
 	}
 	code, out, _ = run("server", "--max-tests", "3", "--check")
-	if code != 0 || !strings.Contains(out, "server: 3 tests") || !strings.Contains(out, "class default: every address\n") {
+	if code != 0 || !strings.Contains(out, "server: 3 tests") || !strings.Contains(out, "class default: every address\n") ||
+		!strings.Contains(out, "access     anyone") || !strings.Contains(out, "tls        off") {
 		t.Errorf("flags' limits: exit %d:\n%s", code, out)
 	}
 }

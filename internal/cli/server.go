@@ -221,6 +221,27 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	}
 	if f.check {
 		policy.Format(stdout)
+		fmt.Fprintln(stdout)
+		switch {
+		case tokens != nil:
+			fmt.Fprintf(stdout, "access     tokens required (%d keys; audience %q, issuer %q, at most %v)\n",
+				len(tokens.Keys), tokens.Audience, tokens.Issuer, tokens.MaxLifetime)
+		default:
+			fmt.Fprintln(stdout, "access     anyone (no --require-token)")
+		}
+		switch {
+		case iperf3Auth != nil:
+			fmt.Fprintf(stdout, "iperf3     users of %s (PKCS #1 v1.5 padding %s)\n", iperf3Auth.UsersFile, map[bool]string{true: "accepted", false: "refused"}[iperf3Auth.PKCS1])
+		case tokens != nil:
+			fmt.Fprintln(stdout, "iperf3     refused: tokens are required and no iperf3 authentication is set")
+		default:
+			fmt.Fprintln(stdout, "iperf3     anyone")
+		}
+		if tlsConfig != nil {
+			fmt.Fprintf(stdout, "tls        control connections over TLS only; pin %s\n", pin)
+		} else {
+			fmt.Fprintln(stdout, "tls        off: control connections in clear")
+		}
 		return nil
 	}
 	level := slog.LevelInfo
