@@ -191,8 +191,11 @@ func checkLimits(c *model.TestConfig, cl *limits.Class, iperf3 bool) error {
 		want |= limits.Iperf3
 	}
 	if cl.Protocols&want != want {
-		return errorf(CodeDenied, fmt.Sprintf("this server allows %s from your address", cl.Protocols),
-			"%s tests%s not allowed from your address", c.Protocol, map[bool]string{true: " from iperf3 clients"}[iperf3])
+		what := string(c.Protocol) + " tests"
+		if iperf3 {
+			what += " from iperf3 clients"
+		}
+		return errorf(CodeDenied, fmt.Sprintf("this server allows %s from your address", cl.Protocols), "%s not allowed from your address", what)
 	}
 	streams := len(c.Directions())
 	if streams > cl.MaxStreams {
