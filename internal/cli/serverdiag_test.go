@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -38,6 +39,45 @@ func TestServerEndPacedIsNoBlackHole(t *testing.T) {
 		t.Logf("%s: %s", f.ID, f.Summary)
 		if f.ID == "pmtu-blackhole" {
 			t.Errorf("a test paced at 1 Mbit/s diagnosed as a black hole: %s", f.Summary)
+		}
+	}
+}
+
+// The server's own diagnosis of a test it held to its rate cap names the
+// cap: before, it read as a sender nobody could see into, "the receiver
+// kept up", when the receiver was the one holding the rate.
+func TestServerEndNamesItsCap(t *testing.T) {
+	tb, err := limits.Parse([]byte("[default]\nmax_rate = \"200M\"\n"), limits.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := make(chan perf.TestRecord, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		(&perf.Server{Version: Version, Policy: &tb, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	for _, reverse := range []bool{false, true} {
+		cfg := model.TestConfig{Duration: 2 * time.Second, Parallel: 2, Reverse: reverse}
+		if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		rec := <-records
+		if rec.Report.RateCap != 200*model.MbitPerSecond {
+			t.Errorf("-R %v: the server's report says a cap of %v", reverse, rec.Report.RateCap)
+		}
+		fs := diagnose.ServerEnd(rec.Config, rec.Report)
+		if len(fs) == 0 || fs[0].ID != "server-rate-cap" {
+			for _, f := range fs {
+				t.Logf("%s: %s", f.ID, f.Summary)
+			}
+			t.Errorf("-R %v: the server's verdict does not name its own cap", reverse)
 		}
 	}
 }

@@ -117,7 +117,7 @@ func ServerEnd(cfg model.TestConfig, rep model.EndReport) []model.Finding {
 // only sent). It is what a server archives of the tests it serves.
 func ServedRun(cfg model.TestConfig, rep model.EndReport) *model.Run {
 	// The client is stock iperf3 or gone: its end is unknown, not zero.
-	run := &model.Run{Schema: model.SchemaVersion, Config: cfg, Remote: rep,
+	run := &model.Run{Schema: model.SchemaVersion, Config: cfg, Remote: rep, ServerRateCap: rep.RateCap,
 		Client: model.EndReport{Side: model.ClientSide, NoKernelState: true}, Ended: "complete"}
 	for i, d := range cfg.Directions() {
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d})

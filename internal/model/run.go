@@ -249,6 +249,10 @@ type EndReport struct {
 	// CPU is the end's process CPU use over its test; nil when the end
 	// did not report it (a tcpscope server older than this field).
 	CPU *CPUUse `json:"cpu,omitempty"`
+	// RateCap is the rate a server end held the test to, all streams
+	// together, by its limits for the client's address; absent when it
+	// held it to none.
+	RateCap Bitrate `json:"rate_cap,omitempty"`
 }
 
 // CPUUse is a process's CPU time over a test as a share of the test's

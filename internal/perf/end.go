@@ -67,6 +67,9 @@ type end struct {
 	// past, the cap holds to the last byte: what the client's sender
 	// buffered is still the test's, and must not cross above the cap.
 	readCap model.Bitrate
+	// rateCap is the test's whole cap that readCap is a share of, for
+	// the report (0: none).
+	rateCap model.Bitrate
 	// peerCloses: the peer ends the test by closing the streams (iperf3),
 	// rather than tcpscope's half-close and confirmation.
 	peerCloses bool
@@ -913,6 +916,7 @@ func (e *end) report(version string) model.EndReport {
 		Intervals: e.intervals,
 		Totals:    e.totals(),
 		CPU:       e.cpu,
+		RateCap:   e.rateCap,
 	}
 }
 

@@ -201,6 +201,9 @@ func (s *Server) runIperf3(ctx context.Context, k *i3Conn, t *serverTest, cfg mo
 	}
 	e.hardStop = t.class.MaxDuration
 	e.readCap = readCap
+	if readCap > 0 {
+		e.rateCap = t.class.MaxRate
+	}
 	// The client ends the test with TEST_END on the control connection;
 	// a client that vanishes, or a server shutdown, ends it too.
 	ended := make(chan string, 1)

@@ -765,6 +765,9 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	})
 	e.hardStop = t.class.MaxDuration
 	e.readCap = readCap
+	if readCap > 0 {
+		e.rateCap = t.class.MaxRate
+	}
 	ended := "complete"
 	var endedMu sync.Mutex
 	setEnded := func(how string) {
