@@ -352,7 +352,14 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		}
 		hs := &http.Server{Handler: health.Handler(status, lameDuck), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(hln) }()
-		defer hs.Close()
+		defer func() {
+			// Shutdown, not Close: the POST /lameduck that ended an idle
+			// server still gets its answer (Close cut it: an EOF under
+			// the race detector's timing).
+			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(sctx)
+		}()
 	}
 	err = srv.Serve(ctx, ln)
 	if f.jsonLog {
