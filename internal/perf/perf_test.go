@@ -51,6 +51,18 @@ func serve(t *testing.T, srv *Server) (string, context.CancelFunc) {
 	return ln.Addr().String(), cancel
 }
 
+// awaitRunning waits until srv runs n tests (admitted, streams opening
+// or running): a condition, where a sleep guessed how long admission
+// takes.
+func awaitRunning(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); srv.Status().Running < n; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tests running after 10 s, want %d", srv.Status().Running, n)
+		}
+	}
+}
+
 func quick(c model.TestConfig) model.TestConfig {
 	if c.Duration == 0 && c.Bytes == 0 {
 		c.Duration = 600 * time.Millisecond
@@ -267,7 +279,8 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	addr, _ := startServer(t, Limits{MaxTests: 1, MaxDuration: 5 * time.Second, MaxStreams: 4})
+	srv := &Server{Limits: Limits{MaxTests: 1, MaxDuration: 5 * time.Second, MaxStreams: 4}, Version: "test"}
+	addr, _ := serve(t, srv)
 	c := &Client{}
 	_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 10 * time.Second}))
 	if CodeOf(err) != CodeLimit || !strings.Contains(err.Error(), "limit of 5s") {
@@ -282,7 +295,7 @@ func TestLimits(t *testing.T) {
 		_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 1500 * time.Millisecond}))
 		first <- err
 	}()
-	time.Sleep(400 * time.Millisecond)
+	awaitRunning(t, srv, 1)
 	_, err = c.Run(context.Background(), addr, quick(model.TestConfig{}))
 	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "server busy (1 running, limit 1)") {
 		t.Fatalf("second client: %v", err)
@@ -623,13 +636,14 @@ func TestIPv6(t *testing.T) {
 }
 
 func TestTotalStreamsLimit(t *testing.T) {
-	addr, _ := startServer(t, Limits{MaxTotalStreams: 3})
+	srv := &Server{Limits: Limits{MaxTotalStreams: 3}, Version: "test"}
+	addr, _ := serve(t, srv)
 	first := make(chan error, 1)
 	go func() {
 		_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 2, Duration: 1500 * time.Millisecond}))
 		first <- err
 	}()
-	time.Sleep(400 * time.Millisecond)
+	awaitRunning(t, srv, 1)
 	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 2}))
 	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "2 streams running, limit 3") {
 		t.Fatalf("second client: %v", err)
