@@ -76,26 +76,17 @@ func (l Limits) Table() limits.Table {
 }
 
 func (l Limits) withDefaults() Limits {
-	if l.MaxTests <= 0 {
-		l.MaxTests = DefaultLimits.MaxTests
+	d := DefaultLimits
+	for _, f := range []struct{ v, def *int }{
+		{&l.MaxTests, &d.MaxTests}, {&l.MaxStreams, &d.MaxStreams}, {&l.MaxTotalStreams, &d.MaxTotalStreams},
+		{&l.MaxTestsPerAddr, &d.MaxTestsPerAddr}, {&l.MaxPendingPerAddr, &d.MaxPendingPerAddr}, {&l.MaxPending, &d.MaxPending},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
 	}
 	if l.MaxDuration <= 0 {
-		l.MaxDuration = DefaultLimits.MaxDuration
-	}
-	if l.MaxStreams <= 0 {
-		l.MaxStreams = DefaultLimits.MaxStreams
-	}
-	if l.MaxTotalStreams <= 0 {
-		l.MaxTotalStreams = DefaultLimits.MaxTotalStreams
-	}
-	if l.MaxTestsPerAddr <= 0 {
-		l.MaxTestsPerAddr = DefaultLimits.MaxTestsPerAddr
-	}
-	if l.MaxPendingPerAddr <= 0 {
-		l.MaxPendingPerAddr = DefaultLimits.MaxPendingPerAddr
-	}
-	if l.MaxPending <= 0 {
-		l.MaxPending = DefaultLimits.MaxPending
+		l.MaxDuration = d.MaxDuration
 	}
 	return l
 }

@@ -185,7 +185,6 @@ type serverTest struct {
 // Serve accepts connections until ctx ends, then stops the running tests
 // (their clients are told and get their results) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.Limits = s.Limits.withDefaults()
 	s.policy = s.Policy
 	if s.policy == nil {
 		t := s.Limits.Table()
