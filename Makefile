@@ -8,7 +8,7 @@ export CGO_ENABLED := 0
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all build demo demo-loopback test setup vet fuzz bench soak clean man install
+.PHONY: all build demo demo-loopback test check setup vet fuzz bench soak clean man install
 
 all: build
 
@@ -57,6 +57,11 @@ vet:
 	@test -z "$$(gofmt -l cmd internal bench)" || { gofmt -l cmd internal bench; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
+
+# The developer's fast loop: formatting, vet and the pure and loopback
+# tiers (namespace tests skip under -short), in under a minute.
+check: vet
+	$(GO) test -short -count=1 ./...
 
 test: setup vet
 	$(GO) test -p 1 -count=1 -timeout 15m ./...
