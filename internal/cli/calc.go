@@ -137,7 +137,7 @@ func calcBDP(f *calcFlags) (*calcResult, error) {
 		return nil, err
 	}
 	bdp := tcpmath.BDP(f.rate, f.rtt)
-	buf := 2 * bdp
+	buf := model.SockBufFor(bdp)
 	return &calcResult{
 		Calc:    "bdp",
 		Inputs:  map[string]float64{"rate_bps": float64(f.rate), "rtt_s": f.rtt.Seconds()},

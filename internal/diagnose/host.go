@@ -113,7 +113,7 @@ func (a *audit) sizeFor() {
 		a.assumed = append(a.assumed, fmt.Sprintf("RTT %v (--rtt)", AssumedRTT))
 	}
 	if a.o.Target > 0 {
-		a.need = 2 * tcpmath.BDP(a.o.Target, a.o.RTT)
+		a.need = model.SockBufFor(tcpmath.BDP(a.o.Target, a.o.RTT))
 	}
 }
 
@@ -154,7 +154,7 @@ func (a *audit) buffers() {
 		f := model.Finding{ID: "host-" + strings.TrimPrefix(b.key, "net.ipv4.tcp_") + "-small", Layer: model.LayerHost,
 			Severity: model.Critical, Confidence: a.confidence()}
 		f.Summary = fmt.Sprintf("The %s buffer can grow to %s, which carries at most %s over %v; %s needs %s.",
-			b.who, mx.Binary(), tcpmath.WindowRate(mx/2, a.o.RTT), a.o.RTT, a.o.Target, a.need.Decimal())
+			b.who, mx.Binary(), tcpmath.WindowRate(model.SockBufData(mx), a.o.RTT), a.o.RTT, a.o.Target, a.need.Decimal())
 		f.Explanation = "Autotuning grows each socket's buffer up to the third number of " + b.key + ", and about half of a buffer becomes window. A window smaller than the bandwidth-delay product caps the rate at window/RTT."
 		f.Evidence = []model.Evidence{{What: b.key, Value: v, Source: "sysctl"}, a.sizing()}
 		parts := strings.Fields(v)
@@ -163,7 +163,7 @@ func (a *audit) buffers() {
 			def = parts[1]
 		}
 		f.Fix = []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"4096 %s %d\"", b.key, def, a.need)}}
-		f.Effect = fmt.Sprintf("the %s window bound rises from %s to %s", b.who, tcpmath.WindowRate(mx/2, a.o.RTT), a.o.Target)
+		f.Effect = fmt.Sprintf("the %s window bound rises from %s to %s", b.who, tcpmath.WindowRate(model.SockBufData(mx), a.o.RTT), a.o.Target)
 		f.Predicted = model.Some(a.o.Target)
 		a.add(f)
 	}
@@ -176,7 +176,7 @@ func (a *audit) bufferReach() {
 	if !ok1 || !ok2 {
 		return
 	}
-	w := min(rmax, wmax) / 2
+	w := model.SockBufData(min(rmax, wmax))
 	a.add(model.Finding{ID: "host-buffer-reach", Layer: model.LayerHost, Severity: model.Info, Confidence: model.Medium,
 		Summary: fmt.Sprintf("No target given: with these buffers one stream reaches at most %s over %v, %s over 20 ms, %s over 150 ms.",
 			tcpmath.WindowRate(w, a.o.RTT), a.o.RTT.Round(10*time.Microsecond), tcpmath.WindowRate(w, 20*time.Millisecond), tcpmath.WindowRate(w, 150*time.Millisecond)),
@@ -213,7 +213,7 @@ func (a *audit) oversized() {
 	rate, need, sizing, conf := a.o.Target, a.need, a.sizing(), a.confidence()
 	if !a.explicit && a.o.Measured > 0 {
 		// What a test measured over the path is what it can use.
-		rate, need = a.o.Measured, 2*tcpmath.BDP(a.o.Measured, a.o.RTT)
+		rate, need = a.o.Measured, model.SockBufFor(tcpmath.BDP(a.o.Measured, a.o.RTT))
 		sizing = model.Evidence{What: "sized for", Value: fmt.Sprintf("the %s measured over %v: BDP %s, buffer 2 × BDP = %s",
 			rate, a.o.RTT.Round(10*time.Microsecond), tcpmath.BDP(rate, a.o.RTT).Decimal(), need.Decimal()), Source: "the tests"}
 		conf = model.High

@@ -69,7 +69,7 @@ type view struct {
 	windowOK    bool
 	windowBound model.Bitrate
 	// rcvBuf and sndBuf are the receiver's and sender's socket buffers as
-	// granted at setup (SO_RCVBUF/SO_SNDBUF read back; Linux doubles).
+	// granted at setup (SO_RCVBUF/SO_SNDBUF read back: model.SockBufFor the request).
 	rcvBuf, sndBuf model.Bytes
 	// zeroWindows counts the sender's samples that saw a closed window.
 	zeroWindows, samples int
