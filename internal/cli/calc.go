@@ -25,13 +25,11 @@ type calcFlags struct {
 	json         bool
 }
 
-// calcResult is one calculation: its inputs and outputs as numbers (for
-// --json) and the lines a person reads.
+// calcResult is one calculation: its inputs and outputs as numbers (the
+// --json document) and the lines a person reads.
 type calcResult struct {
-	Calc    string             `json:"calc"`
-	Inputs  map[string]float64 `json:"inputs"`
-	Results map[string]float64 `json:"results"`
-	lines   []string
+	tcpmath.Calculation
+	lines []string
 }
 
 func newCalcCmd(stdout io.Writer) *cobra.Command {
@@ -62,7 +60,7 @@ powers of 1000. Every subcommand takes --json.`,
 				if f.json {
 					enc := json.NewEncoder(stdout)
 					enc.SetIndent("", "  ")
-					return enc.Encode(res)
+					return enc.Encode(res.Calculation)
 				}
 				_, err = io.WriteString(stdout, strings.Join(res.lines, "\n")+"\n")
 				return err
@@ -137,11 +135,11 @@ func calcBDP(f *calcFlags) (*calcResult, error) {
 		return nil, err
 	}
 	bdp := tcpmath.BDP(f.rate, f.rtt)
-	buf := 2 * bdp
+	buf := model.SockBufFor(bdp)
 	return &calcResult{
-		Calc:    "bdp",
-		Inputs:  map[string]float64{"rate_bps": float64(f.rate), "rtt_s": f.rtt.Seconds()},
-		Results: map[string]float64{"bdp_bytes": float64(bdp), "buffer_bytes": float64(buf)},
+		Calculation: tcpmath.NewCalculation("bdp",
+			map[string]float64{"rate_bps": float64(f.rate), "rtt_s": f.rtt.Seconds()},
+			map[string]float64{"bdp_bytes": float64(bdp), "buffer_bytes": float64(buf)}),
 		lines: []string{
 			fmt.Sprintf("bandwidth-delay product: %s × %v = %s (%s)", f.rate, f.rtt, bdp.Decimal(), bdp.Binary()),
 			fmt.Sprintf("socket buffer for one stream: %s, twice the BDP (Linux gives half a buffer to the window)", buf.Decimal()),
@@ -157,10 +155,10 @@ func calcWindow(f *calcFlags) (*calcResult, error) {
 	}
 	r := tcpmath.WindowRate(f.window, f.rtt)
 	return &calcResult{
-		Calc:    "window",
-		Inputs:  map[string]float64{"window_bytes": float64(f.window), "rtt_s": f.rtt.Seconds()},
-		Results: map[string]float64{"rate_bps": float64(r)},
-		lines:   []string{fmt.Sprintf("window/RTT: %s (%d bytes) per %v = at most %s", f.window.Binary(), f.window, f.rtt, r)},
+		Calculation: tcpmath.NewCalculation("window",
+			map[string]float64{"window_bytes": float64(f.window), "rtt_s": f.rtt.Seconds()},
+			map[string]float64{"rate_bps": float64(r)}),
+		lines: []string{fmt.Sprintf("window/RTT: %s (%d bytes) per %v = at most %s", f.window.Binary(), f.window, f.rtt, r)},
 	}, nil
 }
 
@@ -171,9 +169,9 @@ func calcMathis(f *calcFlags) (*calcResult, error) {
 	mss := f.mssOr()
 	r := tcpmath.Mathis(mss, f.rtt, f.loss, f.c)
 	return &calcResult{
-		Calc:    "mathis",
-		Inputs:  map[string]float64{"mss_bytes": float64(mss), "rtt_s": f.rtt.Seconds(), "loss": f.loss, "c": f.c},
-		Results: map[string]float64{"rate_bps": float64(r)},
+		Calculation: tcpmath.NewCalculation("mathis",
+			map[string]float64{"mss_bytes": float64(mss), "rtt_s": f.rtt.Seconds(), "loss": f.loss, "c": f.c},
+			map[string]float64{"rate_bps": float64(r)}),
 		lines: []string{
 			fmt.Sprintf("Mathis bound: %.3g × %d B / (%v × √%g) = %s for one loss-based flow", f.c, mss, f.rtt, f.loss, r),
 			"  (N parallel flows: N × that; halving the loss gains √2 = 1.41×)",
@@ -188,9 +186,9 @@ func calcLoss(f *calcFlags) (*calcResult, error) {
 	mss := f.mssOr()
 	p := tcpmath.MathisLoss(f.target, mss, f.rtt, f.c)
 	return &calcResult{
-		Calc:    "loss",
-		Inputs:  map[string]float64{"target_bps": float64(f.target), "mss_bytes": float64(mss), "rtt_s": f.rtt.Seconds(), "c": f.c},
-		Results: map[string]float64{"loss": p, "packets_between_losses": 1 / p},
+		Calculation: tcpmath.NewCalculation("loss",
+			map[string]float64{"target_bps": float64(f.target), "mss_bytes": float64(mss), "rtt_s": f.rtt.Seconds(), "c": f.c},
+			map[string]float64{"loss": p, "packets_between_losses": 1 / p}),
 		lines: []string{
 			fmt.Sprintf("to reach %s over %v with a %d B MSS (C = %.3g), loss must stay below %.3g%% (%.3g): one packet in %s",
 				f.target, f.rtt, mss, f.c, 100*p, p, model.GroupDigits(1/p)),
@@ -205,9 +203,9 @@ func calcBER(f *calcFlags) (*calcResult, error) {
 	mtu := f.mtuOr()
 	r := tcpmath.BERRate(mtu, f.rtt, f.ber, f.c)
 	res := &calcResult{
-		Calc:    "ber",
-		Inputs:  map[string]float64{"mtu_bytes": float64(mtu), "rtt_s": f.rtt.Seconds(), "ber": f.ber, "c": f.c},
-		Results: map[string]float64{"rate_bps": float64(r), "packet_loss": 8 * float64(mtu) * f.ber},
+		Calculation: tcpmath.NewCalculation("ber",
+			map[string]float64{"mtu_bytes": float64(mtu), "rtt_s": f.rtt.Seconds(), "ber": f.ber, "c": f.c},
+			map[string]float64{"rate_bps": float64(r), "packet_loss": 8 * float64(mtu) * f.ber}),
 		lines: []string{fmt.Sprintf("with bit errors at %g, a %d B packet is lost with probability %.3g; the bound is %s",
 			f.ber, mtu, 8*float64(mtu)*f.ber, r)},
 	}
@@ -226,9 +224,9 @@ func calcPPS(f *calcFlags) (*calcResult, error) {
 	size := f.mtuOr()
 	pps := tcpmath.PacketsPerSecond(f.rate, size)
 	return &calcResult{
-		Calc:    "pps",
-		Inputs:  map[string]float64{"rate_bps": float64(f.rate), "size_bytes": float64(size)},
-		Results: map[string]float64{"packets_per_second": pps, "ns_per_packet": 1e9 / pps},
+		Calculation: tcpmath.NewCalculation("pps",
+			map[string]float64{"rate_bps": float64(f.rate), "size_bytes": float64(size)},
+			map[string]float64{"packets_per_second": pps, "ns_per_packet": 1e9 / pps}),
 		lines: []string{fmt.Sprintf("%s in %d B packets: %s packets/s, one every %s",
 			f.rate, size, model.GroupDigits(pps), time.Duration(1e9/pps))},
 	}, nil
@@ -240,9 +238,9 @@ func calcFiber(f *calcFlags) (*calcResult, error) {
 	}
 	rtt := tcpmath.FiberRTT(f.km)
 	return &calcResult{
-		Calc:    "fiber",
-		Inputs:  map[string]float64{"km": f.km},
-		Results: map[string]float64{"rtt_s": rtt.Seconds()},
+		Calculation: tcpmath.NewCalculation("fiber",
+			map[string]float64{"km": f.km},
+			map[string]float64{"rtt_s": rtt.Seconds()}),
 		lines: []string{fmt.Sprintf("%g km of fiber each way: at least %v round trip (light in glass: %g km/s); routers and detours add to it",
 			f.km, rtt.Round(time.Microsecond), tcpmath.FiberSpeed)},
 	}, nil
@@ -254,10 +252,10 @@ func calcTransfer(f *calcFlags) (*calcResult, error) {
 	}
 	d := tcpmath.TransferTime(f.bytes, f.rate)
 	return &calcResult{
-		Calc:    "transfer",
-		Inputs:  map[string]float64{"bytes": float64(f.bytes), "rate_bps": float64(f.rate)},
-		Results: map[string]float64{"seconds": d.Seconds()},
-		lines:   []string{fmt.Sprintf("%s (%s) at %s: %v", f.bytes.Decimal(), f.bytes.Binary(), f.rate, d.Round(time.Millisecond))},
+		Calculation: tcpmath.NewCalculation("transfer",
+			map[string]float64{"bytes": float64(f.bytes), "rate_bps": float64(f.rate)},
+			map[string]float64{"seconds": d.Seconds()}),
+		lines: []string{fmt.Sprintf("%s (%s) at %s: %v", f.bytes.Decimal(), f.bytes.Binary(), f.rate, d.Round(time.Millisecond))},
 	}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
@@ -37,7 +38,7 @@ func TestDiagnoseLab(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("diagnose: exit %d, %v: %s", code, err, errOut)
 	}
-	var res diagnoseResult
+	var res diagnose.Report
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -126,7 +127,7 @@ func TestDiagnoseDirections(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("diagnose: exit %d: %s", code, errOut)
 	}
-	var res diagnoseResult
+	var res diagnose.Report
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -29,28 +29,6 @@ type diagnoseFlags struct {
 	verbose    bool
 }
 
-// diagnoseResult is the JSON of `tcpscope diagnose`.
-type diagnoseResult struct {
-	Host     model.HostInfo   `json:"host"`
-	Path     model.PathFacts  `json:"path"`
-	Runs     []*model.Run     `json:"runs"`
-	Findings []model.Finding  `json:"findings"`
-	Took     time.Duration    `json:"took_ns"`
-	Limits   []directionLimit `json:"limits"`
-	// Errors says why tests broke off; their runs and findings are kept
-	// (a broken path's diagnosis is why it broke).
-	Errors []string `json:"errors,omitempty"`
-}
-
-type directionLimit struct {
-	Direction model.Direction          `json:"direction"`
-	Goodput   model.Opt[model.Bitrate] `json:"goodput,omitzero"`
-	// Finding is the verdict's id; when several limits bind together,
-	// Also lists the others.
-	Finding string   `json:"finding"`
-	Also    []string `json:"also,omitempty"`
-}
-
 func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := &diagnoseFlags{}
 	cmd := &cobra.Command{
@@ -117,7 +95,7 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 			fmt.Fprintf(stdout, format+"\n", args...)
 		}
 	}
-	res := &diagnoseResult{}
+	res := &diagnose.Report{Schema: diagnose.ReportSchema}
 
 	// 1. The host.
 	res.Host, err = hostinfo.Reader{}.Read(ctx)
@@ -156,17 +134,8 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 		}
 		res.Runs = append(res.Runs, run)
 		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
-		for _, s := range run.Summary {
-			lim := directionLimit{Direction: s.Direction, Goodput: s.Goodput}
-			for _, fd := range run.Diagnosis {
-				switch {
-				case !fd.Primary || fd.Direction != s.Direction:
-				case lim.Finding == "":
-					lim.Finding = fd.ID
-				default:
-					lim.Also = append(lim.Also, fd.ID)
-				}
-			}
+		for i, lim := range diagnose.Limits(run) {
+			s := run.Summary[i]
 			res.Limits = append(res.Limits, lim)
 			got, retr := "goodput not measured", "retransmissions not measured"
 			if g, ok := s.Goodput.Get(); ok {
@@ -176,7 +145,7 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 			if n, ok := s.RetransSegs.Get(); ok {
 				retr = fmt.Sprintf("retransmitted %d segments", n)
 			}
-			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), f.duration, got, retr, lim.words())
+			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), f.duration, got, retr, limitWords(lim))
 		}
 		if err != nil {
 			say("   the test broke off: %v", err)
@@ -207,7 +176,7 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	say("")
 	var limits []string
 	for _, l := range res.Limits {
-		limits = append(limits, fmt.Sprintf("%s %s (%s)", directionWords(l.Direction), l.Goodput, l.words()))
+		limits = append(limits, fmt.Sprintf("%s %s (%s)", directionWords(l.Direction), l.Goodput, limitWords(l)))
 	}
 	say("what limits this path: %s", strings.Join(limits, "; "))
 	if err := report.WriteLayers(stdout, res.Findings, f.verbose); err != nil {
@@ -219,8 +188,8 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	return testErr
 }
 
-// words names a direction's verdict: its limit, and those binding with it.
-func (l directionLimit) words() string {
+// limitWords names a direction's verdict: its limit, and those binding with it.
+func limitWords(l diagnose.DirectionLimit) string {
 	return strings.Join(append([]string{l.Finding}, l.Also...), " + ")
 }
 

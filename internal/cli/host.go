@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/hostinfo"
-	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/report"
 )
 
@@ -53,11 +52,7 @@ the target; without --rtt, 50 ms.`,
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
-					Host     model.HostInfo  `json:"host"`
-					Findings []model.Finding `json:"findings"`
-					Sysctl   string          `json:"sysctl_conf"`
-				}{info, findings, conf})
+				return enc.Encode(diagnose.HostAudit{Schema: diagnose.HostAuditSchema, Host: info, Findings: findings, SysctlConf: conf})
 			}
 			if err := report.WriteHostAudit(stdout, &info, findings, verbose); err != nil {
 				return err

@@ -360,11 +360,10 @@ func goodputEvidence(v *view) model.Evidence {
 	return model.Evidence{What: "goodput", Value: rate(v.goodput), Source: v.source(model.Receiver)}
 }
 
-// bufferFor is the socket buffer a window of w needs: Linux gives half of
-// a buffer to the window by default (tcp_adv_win_scale), so twice w,
+// bufferFor is the socket buffer a window of w needs (model.SockBufFor),
 // rounded up to whole MiB.
 func bufferFor(w model.Bytes) model.Bytes {
-	b := 2 * w
+	b := model.SockBufFor(w)
 	return (b + model.MiB - 1) / model.MiB * model.MiB
 }
 

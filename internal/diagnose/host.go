@@ -45,9 +45,11 @@ const (
 func Host(info model.HostInfo, o HostOptions) []model.Finding {
 	a := &audit{info: info, o: o, explicit: o.Target > 0}
 	a.sizeFor()
+	// The order is the order of findings of one severity.
 	for _, rule := range []func(){
-		a.buffers, a.coreMax, a.autotuning, a.oversized, a.features, a.congestion,
-		a.interfaces, a.mtuProbing, a.metrics,
+		a.buffers, a.coreMax, a.off("net.ipv4.tcp_moderate_rcvbuf"), a.oversized,
+		a.off("net.ipv4.tcp_window_scaling"), a.off("net.ipv4.tcp_sack"), a.off("net.ipv4.tcp_timestamps"),
+		a.congestion, a.interfaces, a.off("net.ipv4.tcp_mtu_probing"), a.off("net.ipv4.tcp_no_metrics_save"),
 	} {
 		rule()
 	}
@@ -111,7 +113,7 @@ func (a *audit) sizeFor() {
 		a.assumed = append(a.assumed, fmt.Sprintf("RTT %v (--rtt)", AssumedRTT))
 	}
 	if a.o.Target > 0 {
-		a.need = 2 * tcpmath.BDP(a.o.Target, a.o.RTT)
+		a.need = model.SockBufFor(tcpmath.BDP(a.o.Target, a.o.RTT))
 	}
 }
 
@@ -152,7 +154,7 @@ func (a *audit) buffers() {
 		f := model.Finding{ID: "host-" + strings.TrimPrefix(b.key, "net.ipv4.tcp_") + "-small", Layer: model.LayerHost,
 			Severity: model.Critical, Confidence: a.confidence()}
 		f.Summary = fmt.Sprintf("The %s buffer can grow to %s, which carries at most %s over %v; %s needs %s.",
-			b.who, mx.Binary(), tcpmath.WindowRate(mx/2, a.o.RTT), a.o.RTT, a.o.Target, a.need.Decimal())
+			b.who, mx.Binary(), tcpmath.WindowRate(model.SockBufData(mx), a.o.RTT), a.o.RTT, a.o.Target, a.need.Decimal())
 		f.Explanation = "Autotuning grows each socket's buffer up to the third number of " + b.key + ", and about half of a buffer becomes window. A window smaller than the bandwidth-delay product caps the rate at window/RTT."
 		f.Evidence = []model.Evidence{{What: b.key, Value: v, Source: "sysctl"}, a.sizing()}
 		parts := strings.Fields(v)
@@ -161,7 +163,7 @@ func (a *audit) buffers() {
 			def = parts[1]
 		}
 		f.Fix = []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"4096 %s %d\"", b.key, def, a.need)}}
-		f.Effect = fmt.Sprintf("the %s window bound rises from %s to %s", b.who, tcpmath.WindowRate(mx/2, a.o.RTT), a.o.Target)
+		f.Effect = fmt.Sprintf("the %s window bound rises from %s to %s", b.who, tcpmath.WindowRate(model.SockBufData(mx), a.o.RTT), a.o.Target)
 		f.Predicted = model.Some(a.o.Target)
 		a.add(f)
 	}
@@ -174,7 +176,7 @@ func (a *audit) bufferReach() {
 	if !ok1 || !ok2 {
 		return
 	}
-	w := min(rmax, wmax) / 2
+	w := model.SockBufData(min(rmax, wmax))
 	a.add(model.Finding{ID: "host-buffer-reach", Layer: model.LayerHost, Severity: model.Info, Confidence: model.Medium,
 		Summary: fmt.Sprintf("No target given: with these buffers one stream reaches at most %s over %v, %s over 20 ms, %s over 150 ms.",
 			tcpmath.WindowRate(w, a.o.RTT), a.o.RTT.Round(10*time.Microsecond), tcpmath.WindowRate(w, 20*time.Millisecond), tcpmath.WindowRate(w, 150*time.Millisecond)),
@@ -205,25 +207,13 @@ func (a *audit) coreMax() {
 	}
 }
 
-func (a *audit) autotuning() {
-	if n, ok := a.number("net.ipv4.tcp_moderate_rcvbuf"); !ok || n != 0 {
-		return
-	}
-	a.add(model.Finding{ID: "host-autotuning-off", Layer: model.LayerHost, Severity: model.Warning, Confidence: model.High,
-		Summary:     "Receive buffer autotuning is off: every connection keeps the default receive buffer.",
-		Explanation: "With net.ipv4.tcp_moderate_rcvbuf=0 the receive buffer stays at tcp_rmem's default instead of growing with the connection's rate and RTT.",
-		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_moderate_rcvbuf", Value: "0", Source: "sysctl"}},
-		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_moderate_rcvbuf=1"}},
-	})
-}
-
 // oversized: the seeds' advice (document 002) is not to raise buffers far
 // beyond need on slow links.
 func (a *audit) oversized() {
 	rate, need, sizing, conf := a.o.Target, a.need, a.sizing(), a.confidence()
 	if !a.explicit && a.o.Measured > 0 {
 		// What a test measured over the path is what it can use.
-		rate, need = a.o.Measured, 2*tcpmath.BDP(a.o.Measured, a.o.RTT)
+		rate, need = a.o.Measured, model.SockBufFor(tcpmath.BDP(a.o.Measured, a.o.RTT))
 		sizing = model.Evidence{What: "sized for", Value: fmt.Sprintf("the %s measured over %v: BDP %s, buffer 2 × BDP = %s",
 			rate, a.o.RTT.Round(10*time.Microsecond), tcpmath.BDP(rate, a.o.RTT).Decimal(), need.Decimal()), Source: "the tests"}
 		conf = model.High
@@ -243,26 +233,6 @@ func (a *audit) oversized() {
 		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_rmem", Value: v, Source: "sysctl"}, sizing},
 		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", max(need, 6*model.MiB))}},
 	})
-}
-
-func (a *audit) features() {
-	for _, x := range []struct {
-		key, id, summary string
-		sev              model.Severity
-	}{
-		{"net.ipv4.tcp_window_scaling", "host-wscale-off", "Window scaling is off: no connection's window can exceed 64 KiB, whatever the buffers.", model.Critical},
-		{"net.ipv4.tcp_sack", "host-sack-off", "SACK is off: a window with several losses takes a round trip per loss, or a timeout.", model.Warning},
-		{"net.ipv4.tcp_timestamps", "host-timestamps-off", "TCP timestamps are off: fewer RTT samples, and no protection against wrapped sequence numbers on fast paths.", model.Info},
-	} {
-		if n, ok := a.number(x.key); !ok || n != 0 {
-			continue
-		}
-		a.add(model.Finding{ID: x.id, Layer: model.LayerHost, Severity: x.sev, Confidence: model.High, Summary: x.summary,
-			Explanation: "RFC 7323 and RFC 2018 options are negotiated in the handshake; one end turning them off turns them off for the connection.",
-			Evidence:    []model.Evidence{{What: x.key, Value: "0", Source: "sysctl"}},
-			Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: "sysctl -w " + x.key + "=1"}},
-		})
-	}
 }
 
 func (a *audit) congestion() {
@@ -290,116 +260,193 @@ func (a *audit) congestion() {
 	a.add(f)
 }
 
+// interfaces checks each interface that is up and not loopback.
 func (a *audit) interfaces() {
 	for _, in := range a.info.Interfaces {
 		if in.Loopback || !in.Up {
 			continue
 		}
-		src := "interface " + in.Name
-		if in.Speed.OK && a.o.Target > 0 && in.Speed.V < a.o.Target {
-			a.add(model.Finding{ID: "host-link-slow", Layer: model.LayerPhysical, Severity: model.Critical, Confidence: model.High,
-				Summary:     fmt.Sprintf("%s runs at %s, below the %s target.", in.Name, in.Speed.V, a.o.Target),
-				Explanation: "A link negotiated below its capability (a bad cable, a forced speed, an old switch port) caps everything above it.",
-				Evidence:    []model.Evidence{{What: "link speed", Value: in.Speed.V.String(), Source: src}},
-				Fix:         []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool %s (check the advertised and link partner modes); ethtool -s %s autoneg on", in.Name, in.Name)}},
-			})
-		}
-		if in.Duplex == "half" {
-			a.add(model.Finding{ID: "host-half-duplex", Layer: model.LayerPhysical, Severity: model.Critical, Confidence: model.High,
-				Summary:     fmt.Sprintf("%s runs half duplex: collisions, and a duplex mismatch if the switch port is full.", in.Name),
-				Explanation: "A duplex mismatch (one end auto-negotiating, the other forced) loses packets under load in a pattern that cripples TCP: the NDT tools' classic finding.",
-				Evidence:    []model.Evidence{{What: "duplex", Value: "half", Source: src}},
-				Fix:         []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool -s %s autoneg on (and the switch port on auto too)", in.Name)}},
-			})
-		}
-		if o, ok := in.Offloads.Get(); ok && (!o.TSO || !o.GRO) && (!in.Speed.OK || in.Speed.V >= model.GbitPerSecond) {
-			var off []string
-			for _, x := range []struct {
-				on   bool
-				name string
-			}{{o.TSO, "tso"}, {o.GSO, "gso"}, {o.GRO, "gro"}} {
-				if !x.on {
-					off = append(off, x.name)
-				}
+		for _, rule := range []func(model.Interface, string) *model.Finding{
+			a.linkSlow, halfDuplex, offloadsOff, nicErrors, qdiscFIFO, mtuSmall, jumboFrames, txQueueShort,
+		} {
+			if f := rule(in, "interface "+in.Name); f != nil {
+				a.add(*f)
 			}
-			a.add(model.Finding{ID: "host-offloads-off", Layer: model.LayerLink, Severity: model.Warning, Confidence: model.Medium,
-				Summary:     fmt.Sprintf("%s has %s off: every packet takes its own trip through the stack, which costs CPU at high rates.", in.Name, strings.Join(off, ", ")),
-				Explanation: "With TSO and GSO the stack hands the NIC 64 KiB at a time; with GRO it merges received packets. Off, a 10 Gbit/s flow is over 800,000 packets a second each way through the CPU, and the CPU becomes the bottleneck.",
-				Evidence:    []model.Evidence{{What: "offloads (ethtool -k)", Value: fmt.Sprintf("tso %v, gso %v, gro %v", o.TSO, o.GSO, o.GRO), Source: src}},
-				Fix:         []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool -K %s tso on gso on gro on", in.Name)}},
-			})
-		}
-		if errs := in.RxErrors + in.TxErrors + in.RxCRCErrors; errs > 0 || in.RxDropped+in.TxDropped > 0 {
-			a.add(model.Finding{ID: "host-nic-errors", Layer: model.LayerPhysical, Severity: model.Warning, Confidence: model.Medium,
-				Summary: fmt.Sprintf("%s has counted errors and drops since boot: errors %d received, %d sent, %d CRC; drops %d received, %d sent.",
-					in.Name, in.RxErrors, in.TxErrors, in.RxCRCErrors, in.RxDropped, in.TxDropped),
-				Explanation: "CRC errors come from the wire: a bad cable, connector or optic, or a duplex mismatch. Drops are packets the host itself discarded (a full ring or backlog). Every one is a lost packet, which a long path pays for dearly.",
-				Evidence: []model.Evidence{{What: "rx_errors / tx_errors / rx_crc_errors", Value: fmt.Sprintf("%d / %d / %d", in.RxErrors, in.TxErrors, in.RxCRCErrors), Source: src},
-					{What: "rx_dropped / tx_dropped", Value: fmt.Sprintf("%d / %d", in.RxDropped, in.TxDropped), Source: src},
-					{What: "carrier changes", Value: fmt.Sprint(in.CarrierChanges), Source: src}},
-				Fix: []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool -S %s | grep -iE 'err|crc'; watch whether they grow under load; replace the cable or optic", in.Name)}},
-			})
-		}
-		if in.Qdisc == "pfifo_fast" || in.Qdisc == "pfifo" {
-			a.add(model.Finding{ID: "host-qdisc-fifo", Layer: model.LayerLink, Severity: model.Info, Confidence: model.Medium,
-				Summary:     fmt.Sprintf("%s sends through a plain FIFO (%s): no fair queueing, no pacing help, no queue management.", in.Name, in.Qdisc),
-				Explanation: "fq paces each TCP flow at its rate (SO_MAX_PACING_RATE, BBR) and keeps flows from delaying each other; fq_codel also keeps the queue short. Where this host's link is the bottleneck (an uplink), a FIFO is where bufferbloat lives.",
-				Evidence:    []model.Evidence{{What: "root qdisc", Value: in.Qdisc, Source: src}},
-				Fix: []model.Fix{{Where: "this host", Kind: "tc", Command: fmt.Sprintf("tc qdisc replace dev %s root fq", in.Name)},
-					{Where: "this host", Kind: "sysctl", Command: "sysctl -w net.core.default_qdisc=fq"}},
-			})
-		}
-		if in.MTU > 0 && in.MTU < 1500 {
-			a.add(model.Finding{ID: "host-mtu-small", Layer: model.LayerLink, Severity: model.Info, Confidence: model.High,
-				Summary:     fmt.Sprintf("%s has an MTU of %d, below Ethernet's 1500: every segment carries %d fewer bytes.", in.Name, in.MTU, 1500-in.MTU),
-				Explanation: "A tunnel or overlay underneath needs it; otherwise it costs per-packet overhead and lowers the loss bound in proportion.",
-				Evidence:    []model.Evidence{{What: "MTU", Value: strconv.Itoa(in.MTU), Source: src}},
-				Fix:         []model.Fix{{Where: "this host", Kind: "ip", Command: fmt.Sprintf("ip link set dev %s mtu 1500 (only if the network carries it)", in.Name)}},
-			})
-		}
-		if in.Speed.OK && in.Speed.V >= 10*model.GbitPerSecond && in.MTU == 1500 {
-			a.add(model.Finding{ID: "host-jumbo-frames", Layer: model.LayerLink, Severity: model.Info, Confidence: model.Low,
-				Summary:     fmt.Sprintf("%s runs at %s with 1500-byte frames: %s packets/s at line rate.", in.Name, in.Speed.V, model.GroupDigits(tcpmath.PacketsPerSecond(in.Speed.V, 1500))),
-				Explanation: "Jumbo frames cut the packet rate six-fold and raise the loss bound linearly, if every hop carries them.",
-				Evidence:    []model.Evidence{{What: "MTU", Value: "1500", Source: src}},
-				Fix:         []model.Fix{{Where: "this host", Kind: "ip", Command: fmt.Sprintf("ip link set dev %s mtu 9000 (and every hop of the path)", in.Name)}},
-			})
-		}
-		if in.Speed.OK && in.Speed.V >= model.GbitPerSecond && in.TxQueueLen > 0 && in.TxQueueLen < minTxQueue {
-			a.add(model.Finding{ID: "host-txqueuelen-short", Layer: model.LayerLink, Severity: model.Warning, Confidence: model.Medium,
-				Summary:     fmt.Sprintf("%s's transmit queue holds %d packets, short for %s: bursts drop in this host.", in.Name, in.TxQueueLen, in.Speed.V),
-				Explanation: "A local drop is reported to TCP as congestion and halves a loss-based sender's window, though no network is involved.",
-				Evidence:    []model.Evidence{{What: "txqueuelen", Value: strconv.Itoa(in.TxQueueLen), Source: src}},
-				Fix:         []model.Fix{{Where: "this host", Kind: "ip", Command: fmt.Sprintf("ip link set dev %s txqueuelen %d", in.Name, minTxQueue)}},
-			})
 		}
 	}
 }
 
-func (a *audit) mtuProbing() {
-	if n, ok := a.number("net.ipv4.tcp_mtu_probing"); !ok || n != 0 {
-		return
+// linkSlow: the link negotiated below the target.
+func (a *audit) linkSlow(in model.Interface, src string) *model.Finding {
+	if !(in.Speed.OK && a.o.Target > 0 && in.Speed.V < a.o.Target) {
+		return nil
 	}
-	a.add(model.Finding{ID: "host-mtu-probing-off", Layer: model.LayerHost, Severity: model.Info, Confidence: model.High,
-		Summary:     "Path-MTU probing is off: a connection across a path-MTU black hole stalls instead of finding a working size.",
-		Explanation: "With tcp_mtu_probing=1 TCP lowers its segment size after timeouts that look like a black hole (filtered ICMP \"fragmentation needed\").",
-		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_mtu_probing", Value: "0", Source: "sysctl"}},
-		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_mtu_probing=1"}},
-	})
+	return &model.Finding{ID: "host-link-slow", Layer: model.LayerPhysical, Severity: model.Critical, Confidence: model.High,
+		Summary:     fmt.Sprintf("%s runs at %s, below the %s target.", in.Name, in.Speed.V, a.o.Target),
+		Explanation: "A link negotiated below its capability (a bad cable, a forced speed, an old switch port) caps everything above it.",
+		Evidence:    []model.Evidence{{What: "link speed", Value: in.Speed.V.String(), Source: src}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool %s (check the advertised and link partner modes); ethtool -s %s autoneg on", in.Name, in.Name)}},
+	}
 }
 
-// metrics: Tierney's advice: don't let one lossy connection's ssthresh
-// start the next one low.
-func (a *audit) metrics() {
-	if n, ok := a.number("net.ipv4.tcp_no_metrics_save"); !ok || n != 0 || a.need == 0 {
-		return
+// halfDuplex: collisions, or a duplex mismatch.
+func halfDuplex(in model.Interface, src string) *model.Finding {
+	if in.Duplex != "half" {
+		return nil
 	}
-	a.add(model.Finding{ID: "host-metrics-save", Layer: model.LayerHost, Severity: model.Info, Confidence: model.Low,
-		Summary:     "TCP caches each destination's ssthresh: after one lossy transfer the next to that host starts in congestion avoidance.",
-		Explanation: "Tuning guides for long fat paths set tcp_no_metrics_save=1 so that every test starts in slow start; for repeated measurements this keeps runs independent.",
-		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_no_metrics_save", Value: "0", Source: "sysctl"}},
-		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_no_metrics_save=1"}},
-	})
+	return &model.Finding{ID: "host-half-duplex", Layer: model.LayerPhysical, Severity: model.Critical, Confidence: model.High,
+		Summary:     fmt.Sprintf("%s runs half duplex: collisions, and a duplex mismatch if the switch port is full.", in.Name),
+		Explanation: "A duplex mismatch (one end auto-negotiating, the other forced) loses packets under load in a pattern that cripples TCP: the NDT tools' classic finding.",
+		Evidence:    []model.Evidence{{What: "duplex", Value: "half", Source: src}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool -s %s autoneg on (and the switch port on auto too)", in.Name)}},
+	}
+}
+
+// offloadsOff: segmentation or receive offloads off on a fast (or unknown) link.
+func offloadsOff(in model.Interface, src string) *model.Finding {
+	o, ok := in.Offloads.Get()
+	if !ok || (o.TSO && o.GRO) || (in.Speed.OK && in.Speed.V < model.GbitPerSecond) {
+		return nil
+	}
+	var off []string
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{o.TSO, "tso"}, {o.GSO, "gso"}, {o.GRO, "gro"}} {
+		if !x.on {
+			off = append(off, x.name)
+		}
+	}
+	return &model.Finding{ID: "host-offloads-off", Layer: model.LayerLink, Severity: model.Warning, Confidence: model.Medium,
+		Summary:     fmt.Sprintf("%s has %s off: every packet takes its own trip through the stack, which costs CPU at high rates.", in.Name, strings.Join(off, ", ")),
+		Explanation: "With TSO and GSO the stack hands the NIC 64 KiB at a time; with GRO it merges received packets. Off, a 10 Gbit/s flow is over 800,000 packets a second each way through the CPU, and the CPU becomes the bottleneck.",
+		Evidence:    []model.Evidence{{What: "offloads (ethtool -k)", Value: fmt.Sprintf("tso %v, gso %v, gro %v", o.TSO, o.GSO, o.GRO), Source: src}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool -K %s tso on gso on gro on", in.Name)}},
+	}
+}
+
+// nicErrors: errors or drops counted since boot.
+func nicErrors(in model.Interface, src string) *model.Finding {
+	if in.RxErrors+in.TxErrors+in.RxCRCErrors == 0 && in.RxDropped+in.TxDropped == 0 {
+		return nil
+	}
+	return &model.Finding{ID: "host-nic-errors", Layer: model.LayerPhysical, Severity: model.Warning, Confidence: model.Medium,
+		Summary: fmt.Sprintf("%s has counted errors and drops since boot: errors %d received, %d sent, %d CRC; drops %d received, %d sent.",
+			in.Name, in.RxErrors, in.TxErrors, in.RxCRCErrors, in.RxDropped, in.TxDropped),
+		Explanation: "CRC errors come from the wire: a bad cable, connector or optic, or a duplex mismatch. Drops are packets the host itself discarded (a full ring or backlog). Every one is a lost packet, which a long path pays for dearly.",
+		Evidence: []model.Evidence{{What: "rx_errors / tx_errors / rx_crc_errors", Value: fmt.Sprintf("%d / %d / %d", in.RxErrors, in.TxErrors, in.RxCRCErrors), Source: src},
+			{What: "rx_dropped / tx_dropped", Value: fmt.Sprintf("%d / %d", in.RxDropped, in.TxDropped), Source: src},
+			{What: "carrier changes", Value: fmt.Sprint(in.CarrierChanges), Source: src}},
+		Fix: []model.Fix{{Where: "this host", Kind: "ethtool", Command: fmt.Sprintf("ethtool -S %s | grep -iE 'err|crc'; watch whether they grow under load; replace the cable or optic", in.Name)}},
+	}
+}
+
+// qdiscFIFO: a root qdisc without fair queueing or pacing.
+func qdiscFIFO(in model.Interface, src string) *model.Finding {
+	if in.Qdisc != "pfifo_fast" && in.Qdisc != "pfifo" {
+		return nil
+	}
+	return &model.Finding{ID: "host-qdisc-fifo", Layer: model.LayerLink, Severity: model.Info, Confidence: model.Medium,
+		Summary:     fmt.Sprintf("%s sends through a plain FIFO (%s): no fair queueing, no pacing help, no queue management.", in.Name, in.Qdisc),
+		Explanation: "fq paces each TCP flow at its rate (SO_MAX_PACING_RATE, BBR) and keeps flows from delaying each other; fq_codel also keeps the queue short. Where this host's link is the bottleneck (an uplink), a FIFO is where bufferbloat lives.",
+		Evidence:    []model.Evidence{{What: "root qdisc", Value: in.Qdisc, Source: src}},
+		Fix: []model.Fix{{Where: "this host", Kind: "tc", Command: fmt.Sprintf("tc qdisc replace dev %s root fq", in.Name)},
+			{Where: "this host", Kind: "sysctl", Command: "sysctl -w net.core.default_qdisc=fq"}},
+	}
+}
+
+// mtuSmall: an MTU below Ethernet's.
+func mtuSmall(in model.Interface, src string) *model.Finding {
+	if in.MTU <= 0 || in.MTU >= 1500 {
+		return nil
+	}
+	return &model.Finding{ID: "host-mtu-small", Layer: model.LayerLink, Severity: model.Info, Confidence: model.High,
+		Summary:     fmt.Sprintf("%s has an MTU of %d, below Ethernet's 1500: every segment carries %d fewer bytes.", in.Name, in.MTU, 1500-in.MTU),
+		Explanation: "A tunnel or overlay underneath needs it; otherwise it costs per-packet overhead and lowers the loss bound in proportion.",
+		Evidence:    []model.Evidence{{What: "MTU", Value: strconv.Itoa(in.MTU), Source: src}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "ip", Command: fmt.Sprintf("ip link set dev %s mtu 1500 (only if the network carries it)", in.Name)}},
+	}
+}
+
+// jumboFrames: 1500-byte frames at 10 Gbit/s and more.
+func jumboFrames(in model.Interface, src string) *model.Finding {
+	if !(in.Speed.OK && in.Speed.V >= 10*model.GbitPerSecond && in.MTU == 1500) {
+		return nil
+	}
+	return &model.Finding{ID: "host-jumbo-frames", Layer: model.LayerLink, Severity: model.Info, Confidence: model.Low,
+		Summary:     fmt.Sprintf("%s runs at %s with 1500-byte frames: %s packets/s at line rate.", in.Name, in.Speed.V, model.GroupDigits(tcpmath.PacketsPerSecond(in.Speed.V, 1500))),
+		Explanation: "Jumbo frames cut the packet rate six-fold and raise the loss bound linearly, if every hop carries them.",
+		Evidence:    []model.Evidence{{What: "MTU", Value: "1500", Source: src}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "ip", Command: fmt.Sprintf("ip link set dev %s mtu 9000 (and every hop of the path)", in.Name)}},
+	}
+}
+
+// txQueueShort: a transmit queue too short for a fast link.
+func txQueueShort(in model.Interface, src string) *model.Finding {
+	if !(in.Speed.OK && in.Speed.V >= model.GbitPerSecond && in.TxQueueLen > 0 && in.TxQueueLen < minTxQueue) {
+		return nil
+	}
+	return &model.Finding{ID: "host-txqueuelen-short", Layer: model.LayerLink, Severity: model.Warning, Confidence: model.Medium,
+		Summary:     fmt.Sprintf("%s's transmit queue holds %d packets, short for %s: bursts drop in this host.", in.Name, in.TxQueueLen, in.Speed.V),
+		Explanation: "A local drop is reported to TCP as congestion and halves a loss-based sender's window, though no network is involved.",
+		Evidence:    []model.Evidence{{What: "txqueuelen", Value: strconv.Itoa(in.TxQueueLen), Source: src}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "ip", Command: fmt.Sprintf("ip link set dev %s txqueuelen %d", in.Name, minTxQueue)}},
+	}
+}
+
+// switchedOff is a host rule that differs from the others only in its
+// sysctl: a feature Linux turns on by default (1), turned off here (0),
+// whose fix is turning it back on.
+type switchedOff struct {
+	key, id     string
+	sev         model.Severity
+	conf        model.Confidence
+	summary     string
+	explanation string
+	// sized: the rule matters only when buffers are sized for a target.
+	sized bool
+}
+
+// rfcOptions is why the handshake's options matter at one end.
+const rfcOptions = "RFC 7323 and RFC 2018 options are negotiated in the handshake; one end turning them off turns them off for the connection."
+
+// switchesOff are the switchedOff rules. The metrics rule is Tierney's
+// advice: don't let one lossy connection's ssthresh start the next one
+// low.
+func switchesOff() []switchedOff {
+	return []switchedOff{
+		{key: "net.ipv4.tcp_moderate_rcvbuf", id: "host-autotuning-off", sev: model.Warning, conf: model.High,
+			summary:     "Receive buffer autotuning is off: every connection keeps the default receive buffer.",
+			explanation: "With net.ipv4.tcp_moderate_rcvbuf=0 the receive buffer stays at tcp_rmem's default instead of growing with the connection's rate and RTT."},
+		{key: "net.ipv4.tcp_window_scaling", id: "host-wscale-off", sev: model.Critical, conf: model.High,
+			summary: "Window scaling is off: no connection's window can exceed 64 KiB, whatever the buffers.", explanation: rfcOptions},
+		{key: "net.ipv4.tcp_sack", id: "host-sack-off", sev: model.Warning, conf: model.High,
+			summary: "SACK is off: a window with several losses takes a round trip per loss, or a timeout.", explanation: rfcOptions},
+		{key: "net.ipv4.tcp_timestamps", id: "host-timestamps-off", sev: model.Info, conf: model.High,
+			summary: "TCP timestamps are off: fewer RTT samples, and no protection against wrapped sequence numbers on fast paths.", explanation: rfcOptions},
+		{key: "net.ipv4.tcp_mtu_probing", id: "host-mtu-probing-off", sev: model.Info, conf: model.High,
+			summary:     "Path-MTU probing is off: a connection across a path-MTU black hole stalls instead of finding a working size.",
+			explanation: "With tcp_mtu_probing=1 TCP lowers its segment size after timeouts that look like a black hole (filtered ICMP \"fragmentation needed\")."},
+		{key: "net.ipv4.tcp_no_metrics_save", id: "host-metrics-save", sev: model.Info, conf: model.Low, sized: true,
+			summary:     "TCP caches each destination's ssthresh: after one lossy transfer the next to that host starts in congestion avoidance.",
+			explanation: "Tuning guides for long fat paths set tcp_no_metrics_save=1 so that every test starts in slow start; for repeated measurements this keeps runs independent."},
+	}
+}
+
+// off is the switchedOff rule of the sysctl key.
+func (a *audit) off(key string) func() {
+	i := slices.IndexFunc(switchesOff(), func(x switchedOff) bool { return x.key == key })
+	x := switchesOff()[i] // a key not in the table is a programming error: it panics in every test
+	return func() {
+		if n, ok := a.number(x.key); !ok || n != 0 || (x.sized && a.need == 0) {
+			return
+		}
+		a.add(model.Finding{ID: x.id, Layer: model.LayerHost, Severity: x.sev, Confidence: x.conf, Summary: x.summary,
+			Explanation: x.explanation,
+			Evidence:    []model.Evidence{{What: x.key, Value: "0", Source: "sysctl"}},
+			Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: "sysctl -w " + x.key + "=1"}},
+		})
+	}
 }
 
 // SysctlConf gathers the findings' sysctl fixes into a sysctl.conf

@@ -381,13 +381,13 @@ func overrunBinds(v *view, run *model.Run) bool {
 
 func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 	f := model.Finding{ID: "sndbuf-limited", Layer: model.LayerHost, Severity: model.Critical, Confidence: model.High}
-	now := max(v.sndBuf/2, v.idleSendQ, 64*model.KiB)
+	now := max(model.SockBufData(v.sndBuf), v.idleSendQ, 64*model.KiB)
 	w, r := targetWindow(v, o, now)
 	buf := bufferFor(w)
 	chrono := v.limitedOK && v.limited.Sndbuf >= sndbufShare && v.limited.Sndbuf >= v.limited.Cwnd
 	over := !chrono && overrunBinds(v, run)
 	if over {
-		now = max(now, v.overrunBuf/2)
+		now = max(now, model.SockBufData(v.overrunBuf))
 		w, r = targetWindow(v, o, now)
 		buf = bufferFor(w)
 	}

@@ -69,7 +69,7 @@ type view struct {
 	windowOK    bool
 	windowBound model.Bitrate
 	// rcvBuf and sndBuf are the receiver's and sender's socket buffers as
-	// granted at setup (SO_RCVBUF/SO_SNDBUF read back; Linux doubles).
+	// granted at setup (SO_RCVBUF/SO_SNDBUF read back: model.SockBufFor the request).
 	rcvBuf, sndBuf model.Bytes
 	// zeroWindows counts the sender's samples that saw a closed window.
 	zeroWindows, samples int
@@ -197,49 +197,85 @@ func median[T ~int64 | ~float64](xs []T) T {
 	return xs[len(xs)/2]
 }
 
+// fill reads the direction's numbers from the run: the sockets' setup,
+// the sender's and the receiver's final samples, then their intervals.
 func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
+	ids := v.fillSetup(run)
+	var sndStop, rcvStop stops
+	if v.test {
+		sndStop, rcvStop = stopsOf(run, snd, model.Sender, ids), stopsOf(run, rcv, model.Receiver, ids)
+	}
+	n := v.fillSenderTotals(snd, ids)
+	// A sender's report that never arrived (the test broke off) leaves
+	// its kernel unread for this direction, as a stock iperf3 peer does.
+	if n == 0 {
+		v.sndKernel = false
+	}
+	if m, ok := v.sum.MinRTT.Get(); ok && m > 0 {
+		v.minRTT = m
+	}
+	v.fillReceiverTotals(rcv, ids, n == 0)
+	planned := run.Config.Omit + run.Config.Duration // 0 for a byte-count test
+	v.fillReceiverIntervals(run, rcv, ids, rcvStop, planned)
+	v.fillSenderIntervals(snd, ids, sndStop, planned)
+	v.settle()
+}
+
+// fillSetup reads the direction's streams: their ids, whether they are
+// all local, and the largest buffers each end was granted. It returns
+// the ids.
+func (v *view) fillSetup(run *model.Run) map[int]bool {
 	ids := map[int]bool{}
 	v.local = true
 	for _, st := range run.Streams {
-		if st.Direction == v.dir {
-			ids[st.ID] = true
-			v.local = v.local && isLocal(st)
-			setupS, setupR := st.Client, st.Server
-			if v.sender == model.ServerSide {
-				setupS, setupR = setupR, setupS
-			}
-			if setupR != nil {
-				v.rcvBuf = max(v.rcvBuf, setupR.RcvBuf)
-			}
-			if setupS != nil {
-				v.sndBuf = max(v.sndBuf, setupS.SndBuf)
-			}
+		if st.Direction != v.dir {
+			continue
+		}
+		ids[st.ID] = true
+		v.local = v.local && isLocal(st)
+		setupS, setupR := st.Client, st.Server
+		if v.sender == model.ServerSide {
+			setupS, setupR = setupR, setupS
+		}
+		if setupR != nil {
+			v.rcvBuf = max(v.rcvBuf, setupR.RcvBuf)
+		}
+		if setupS != nil {
+			v.sndBuf = max(v.sndBuf, setupS.SndBuf)
 		}
 	}
 	v.local = v.local && len(ids) > 0
+	return ids
+}
 
-	// When each end stopped: a sender when it stopped writing, a receiver
-	// when its last byte arrived (both from the omit mark). A sample taken
-	// after it shows the end of the test, not the transfer: a sender with
-	// nothing more to write looks like an idle application.
-	sndStop, rcvStop := map[int]time.Duration{}, map[int]time.Duration{}
-	if v.test {
-		for _, t := range snd.Totals {
-			if t.Role == model.Sender && ids[t.Stream] && t.Duration > 0 {
-				sndStop[t.Stream] = run.Config.Omit + t.Duration
-			}
-		}
-		for _, t := range rcv.Totals {
-			if t.Role == model.Receiver && ids[t.Stream] && t.Duration > 0 {
-				rcvStop[t.Stream] = run.Config.Omit + t.Duration
-			}
+// stops says when each stream's end stopped, from the omit mark: a
+// sender when it stopped writing, a receiver when its last byte arrived.
+// A sample taken after it shows the end of the test, not the transfer: a
+// sender with nothing more to write looks like an idle application.
+type stops map[int]time.Duration
+
+// stopsOf reads the stops of the streams in ids that end played role in.
+func stopsOf(run *model.Run, end *model.EndReport, role model.Role, ids map[int]bool) stops {
+	out := stops{}
+	for _, t := range end.Totals {
+		if t.Role == role && ids[t.Stream] && t.Duration > 0 {
+			out[t.Stream] = run.Config.Omit + t.Duration
 		}
 	}
-	after := func(stops map[int]time.Duration, si *model.StreamInterval) bool {
-		s, ok := stops[si.Stream]
-		return ok && si.TCP.At >= s
-	}
+	return out
+}
 
+// after reports whether the sample was taken after its stream's end stopped.
+func (s stops) after(si *model.StreamInterval) bool {
+	at, ok := s[si.Stream]
+	return ok && si.TCP.At >= at
+}
+
+// fillSenderTotals reads the sender's final samples: the connection's
+// setup (MSS, options, congestion control), its chrono shares averaged
+// over the streams, and its life's counters. It returns how many
+// streams' kernels were read.
+func (v *view) fillSenderTotals(snd *model.EndReport, ids map[int]bool) int {
 	n := 0
 	for i := range snd.Totals {
 		t := &snd.Totals[i]
@@ -277,36 +313,41 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			v.minRTT = m
 		}
 	}
-	// A sender's report that never arrived (the test broke off) leaves
-	// its kernel unread for this direction, as a stock iperf3 peer does.
-	if n == 0 {
-		v.sndKernel = false
-	}
 	if n > 0 && v.limitedOK {
 		k := float64(n)
 		v.limited = model.Limited{Rwnd: v.limited.Rwnd / k, Sndbuf: v.limited.Sndbuf / k,
 			Cwnd: v.limited.Cwnd / k, App: v.limited.App / k}
 	}
-	if m, ok := v.sum.MinRTT.Get(); ok && m > 0 {
-		v.minRTT = m
-	}
-	fromReceiver := n == 0
+	return n
+}
+
+// fillReceiverTotals reads the receiver's final samples: the MSS it
+// advertised and saw. With onlyReceiver (no sender's kernel was read)
+// the first of them also gives the connection's options, MSS and path
+// MTU.
+func (v *view) fillReceiverTotals(rcv *model.EndReport, ids map[int]bool, onlyReceiver bool) {
 	for i := range rcv.Totals {
 		t := &rcv.Totals[i]
-		if t.Role == model.Receiver && ids[t.Stream] && kernelRead(t.Final) {
-			v.advMSS = max(v.advMSS, t.Final.AdvMSS)
-			v.rcvMSS = max(v.rcvMSS, t.Final.RcvMSS)
-			if fromReceiver {
-				// Only the receiver's end is known (a server's own view
-				// of what it received): the options were negotiated for
-				// both, and its MSS and path MTU are the connection's.
-				v.opts, v.optsOK, v.mss, v.pmtu = t.Final.Options, true, t.Final.RcvMSS, t.Final.PMTU
-				fromReceiver = false
-			}
+		if t.Role != model.Receiver || !ids[t.Stream] || !kernelRead(t.Final) {
+			continue
+		}
+		v.advMSS = max(v.advMSS, t.Final.AdvMSS)
+		v.rcvMSS = max(v.rcvMSS, t.Final.RcvMSS)
+		if onlyReceiver {
+			// Only the receiver's end is known (a server's own view
+			// of what it received): the options were negotiated for
+			// both, and its MSS and path MTU are the connection's.
+			v.opts, v.optsOK, v.mss, v.pmtu = t.Final.Options, true, t.Final.RcvMSS, t.Final.PMTU
+			onlyReceiver = false
 		}
 	}
-	planned := run.Config.Omit + run.Config.Duration // 0 for a byte-count test
+}
 
+// fillReceiverIntervals reads the receiver's samples over the measured
+// intervals before planned (0: no planned end): its unread bytes, the
+// window it advertised, its RTT estimate, and how far its per-interval
+// goodput spread.
+func (v *view) fillReceiverIntervals(run *model.Run, rcv *model.EndReport, ids map[int]bool, rcvStop stops, planned time.Duration) {
 	var recvQs, rcvWnds []model.Bytes
 	var rcvRTTs []time.Duration
 	perInterval := map[int]model.Bitrate{}
@@ -327,7 +368,7 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 				}
 				perInterval[iv.Index] += si.Rate
 			}
-			if after(rcvStop, si) {
+			if rcvStop.after(si) {
 				continue
 			}
 			if q, ok := si.TCP.RecvQ.Get(); ok {
@@ -360,13 +401,25 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 			v.rateSpread = float64(hi) / float64(lo)
 		}
 	}
+}
 
-	var srtts []time.Duration
-	var wnds []model.Bytes
-	var idleQ, idleNS, idleFl, idleCw []model.Bytes
-	var overQ, overBuf []model.Bytes
-	over, measured, allMeasured := 0, 0, 0
-	retransIn := map[int]uint32{}
+// senderSamples collects the sender's measured samples for the medians
+// and shares the view keeps.
+type senderSamples struct {
+	srtts                         []time.Duration
+	wnds                          []model.Bytes
+	idleQ, idleNS, idleFl, idleCw []model.Bytes
+	overQ, overBuf                []model.Bytes
+	over, measured, allMeasured   int
+	retransIn                     map[int]uint32 // retransmitted segments per measured interval
+}
+
+// fillSenderIntervals reads the sender's samples before planned (0: no
+// planned end): closed windows, retransmissions per interval, and, over
+// the measured ones, idle and overrun samples, the window, RTT and
+// delivery rate.
+func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndStop stops, planned time.Duration) {
+	c := senderSamples{retransIn: map[int]uint32{}}
 	for _, iv := range snd.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
@@ -383,98 +436,120 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 				v.zeroWindows++
 			}
 			if !iv.Omitted {
-				retransIn[iv.Index] += si.RetransSegs
+				c.retransIn[iv.Index] += si.RetransSegs
 			}
-			if iv.Omitted || after(sndStop, si) {
+			if iv.Omitted || sndStop.after(si) {
 				continue
 			}
-			// Nothing queued unsent and both windows far from full: the
-			// kernel waited for more data.
-			tcp := &si.TCP
-			notsent, nsOK := tcp.NotsentBytes.Get()
-			wnd, wndOK := tcp.SndWnd.Get()
-			if nsOK && notsent < idleQueue && tcp.Unacked*2 < tcp.SndCwnd && (!wndOK || tcp.UnackedBytes()*2 < wnd) {
-				v.idleSamples++
-				idleNS = append(idleNS, notsent)
-				idleFl = append(idleFl, tcp.UnackedBytes())
-				idleCw = append(idleCw, tcp.CwndBytes())
-				if q, ok := tcp.SendQ.Get(); ok {
-					idleQ = append(idleQ, q)
-					if q >= minUnread {
-						v.fullSamples++
-					}
-				}
-			}
-			if q, b, ok := overrun(tcp); ok {
-				v.overrunSamples++
-				overQ, overBuf = append(overQ, q), append(overBuf, b)
-			}
-			allMeasured++
-			if wndOK {
-				wnds = append(wnds, wnd)
-				measured++
-				if tcp.CwndBytes() >= 2*wnd {
-					over++
-				}
-			}
-			if tcp.RTT > 0 {
-				srtts = append(srtts, tcp.RTT)
-			}
-			if d, ok := tcp.DeliveryRate.Get(); ok {
-				v.deliveryFloor = max(v.deliveryFloor, d)
-				if !tcp.DeliveryRateAppLimited {
-					v.deliveryMax = max(v.deliveryMax, d)
-				}
+			v.addMeasured(&c, &si.TCP)
+		}
+	}
+	v.retransPattern(c.retransIn)
+	v.settleSender(&c)
+}
+
+// addMeasured reads one measured sample of the sender's.
+func (v *view) addMeasured(c *senderSamples, tcp *model.Sample) {
+	// Nothing queued unsent and both windows far from full: the
+	// kernel waited for more data.
+	notsent, nsOK := tcp.NotsentBytes.Get()
+	wnd, wndOK := tcp.SndWnd.Get()
+	if nsOK && notsent < idleQueue && tcp.Unacked*2 < tcp.SndCwnd && (!wndOK || tcp.UnackedBytes()*2 < wnd) {
+		v.idleSamples++
+		c.idleNS = append(c.idleNS, notsent)
+		c.idleFl = append(c.idleFl, tcp.UnackedBytes())
+		c.idleCw = append(c.idleCw, tcp.CwndBytes())
+		if q, ok := tcp.SendQ.Get(); ok {
+			c.idleQ = append(c.idleQ, q)
+			if q >= minUnread {
+				v.fullSamples++
 			}
 		}
 	}
-	if len(retransIn) >= 3 {
-		with := 0
-		for _, n := range retransIn {
-			if n > 0 {
-				with++
-			}
-		}
-		sorted := slices.Sorted(maps.Values(retransIn))
-		v.retransLow, v.retransMedian = sorted[0], sorted[len(sorted)/2]
-		if with > 0 {
-			v.retransSpread = float64(with) / float64(len(retransIn))
-		}
-		idx := slices.Sorted(maps.Keys(retransIn))
-		for i := len(idx) - 1; i >= 0 && retransIn[idx[i]] == 0; i-- {
-			v.quietTail++
+	if q, b, ok := overrun(tcp); ok {
+		v.overrunSamples++
+		c.overQ, c.overBuf = append(c.overQ, q), append(c.overBuf, b)
+	}
+	c.allMeasured++
+	if wndOK {
+		c.wnds = append(c.wnds, wnd)
+		c.measured++
+		if tcp.CwndBytes() >= 2*wnd {
+			c.over++
 		}
 	}
-	if allMeasured > 0 {
-		v.idleShare = float64(v.idleSamples) / float64(allMeasured)
-		v.fullShare = float64(v.fullSamples) / float64(allMeasured)
-		v.overrunShare = float64(v.overrunSamples) / float64(allMeasured)
+	if tcp.RTT > 0 {
+		c.srtts = append(c.srtts, tcp.RTT)
 	}
-	if len(overQ) > 0 {
-		v.overrunSendQ, v.overrunBuf = median(overQ), median(overBuf)
+	if d, ok := tcp.DeliveryRate.Get(); ok {
+		v.deliveryFloor = max(v.deliveryFloor, d)
+		if !tcp.DeliveryRateAppLimited {
+			v.deliveryMax = max(v.deliveryMax, d)
+		}
+	}
+}
+
+// retransPattern reads how retransmissions spread over the measured
+// intervals (at least 3 of them).
+func (v *view) retransPattern(retransIn map[int]uint32) {
+	if len(retransIn) < 3 {
+		return
+	}
+	with := 0
+	for _, n := range retransIn {
+		if n > 0 {
+			with++
+		}
+	}
+	sorted := slices.Sorted(maps.Values(retransIn))
+	v.retransLow, v.retransMedian = sorted[0], sorted[len(sorted)/2]
+	if with > 0 {
+		v.retransSpread = float64(with) / float64(len(retransIn))
+	}
+	idx := slices.Sorted(maps.Keys(retransIn))
+	for i := len(idx) - 1; i >= 0 && retransIn[idx[i]] == 0; i-- {
+		v.quietTail++
+	}
+}
+
+// settleSender turns the sender's collected samples into the view's
+// shares and medians.
+func (v *view) settleSender(c *senderSamples) {
+	if c.allMeasured > 0 {
+		v.idleShare = float64(v.idleSamples) / float64(c.allMeasured)
+		v.fullShare = float64(v.fullSamples) / float64(c.allMeasured)
+		v.overrunShare = float64(v.overrunSamples) / float64(c.allMeasured)
+	}
+	if len(c.overQ) > 0 {
+		v.overrunSendQ, v.overrunBuf = median(c.overQ), median(c.overBuf)
 	}
 	if v.idleSamples > 0 {
-		v.idleNotsent, v.idleFlight, v.idleCwnd = median(idleNS), median(idleFl), median(idleCw)
+		v.idleNotsent, v.idleFlight, v.idleCwnd = median(c.idleNS), median(c.idleFl), median(c.idleCw)
 	}
-	if len(idleQ) > 0 {
-		v.idleSendQ = median(idleQ)
+	if len(c.idleQ) > 0 {
+		v.idleSendQ = median(c.idleQ)
 		var held []model.Bytes // the samples whose queue held data
-		for _, q := range idleQ {
+		for _, q := range c.idleQ {
 			if q >= minUnread {
 				held = append(held, q)
 			}
 		}
 		v.sendQPlateau = len(held) >= minFullSamples && float64(slices.Min(held)) >= sendQPlateau*float64(slices.Max(held))
 	}
-	if len(wnds) > 0 {
-		v.medianWindow = median(wnds)
-		v.cwndOverRwnd = float64(over) / float64(measured)
+	if len(c.wnds) > 0 {
+		v.medianWindow = median(c.wnds)
+		v.cwndOverRwnd = float64(c.over) / float64(c.measured)
 	}
-	if len(srtts) > 0 {
-		v.srtt = median(srtts)
+	if len(c.srtts) > 0 {
+		v.srtt = median(c.srtts)
 	} else {
 		v.srtt = v.sum.MeanRTT.V // absent: 0, and rules check minRTT
 	}
+}
+
+// settle derives what the rest of the view follows from: the RTT when no
+// minimum was read, the window bound, and the summary's loss.
+func (v *view) settle() {
 	if v.minRTT == 0 {
 		v.minRTT = v.srtt
 	}

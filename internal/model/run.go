@@ -108,7 +108,7 @@ func (c *TestConfig) Directions() []Direction {
 
 // SocketSetup is what one end's kernel granted for one stream's socket.
 type SocketSetup struct {
-	SndBuf     Bytes  `json:"sndbuf"` // SO_SNDBUF as read back (Linux doubles the request)
+	SndBuf     Bytes  `json:"sndbuf"` // SO_SNDBUF as read back: SockBufFor the request
 	RcvBuf     Bytes  `json:"rcvbuf"`
 	Congestion string `json:"congestion,omitempty"`
 	MSS        int    `json:"mss,omitempty"` // TCP_MAXSEG as read back

@@ -6,19 +6,20 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// bufferWarnings says when a kernel granted less buffer than -w asked for.
-// Linux doubles a SO_SNDBUF/SO_RCVBUF request (the extra half is for its
-// bookkeeping) after clamping the request to net.core.wmem_max/rmem_max.
+// bufferWarnings says when a kernel granted less buffer than -w asked for:
+// less than model.SockBufFor the request, as the kernel clamped the
+// request at net.core.wmem_max/rmem_max (to model.SockBufData of what it
+// granted).
 func bufferWarnings(cfg *model.TestConfig, streams []model.StreamInfo) []string {
 	if cfg.Window == 0 || len(streams) == 0 {
 		return nil
 	}
-	want := 2 * cfg.Window
+	want := model.SockBufFor(cfg.Window)
 	var out []string
 	check := func(side string, got model.Bytes, kind, sysctl string) {
 		if got < want {
 			out = append(out, fmt.Sprintf("%s kernel granted %s %s for a %s request (Linux doubles the request after clamping it at %s, here apparently %s); raise it: sysctl -w %s=%d",
-				side, kind, got.Binary(), cfg.Window.Binary(), sysctl, (got/2).Binary(), sysctl, int64(cfg.Window)))
+				side, kind, got.Binary(), cfg.Window.Binary(), sysctl, model.SockBufData(got).Binary(), sysctl, int64(cfg.Window)))
 		}
 	}
 	s := streams[0]

@@ -52,7 +52,7 @@ func (t *Text) Begin(run *model.Run) {
 		run.Client.Version, run.Server, server, fmtStreams(len(run.Streams)), what, c.Length.Binary())
 	if c.Window > 0 {
 		fmt.Fprintf(t.w, "buffers requested with -w: %s each (Linux doubles a request, so %s expected where not clamped)\n",
-			c.Window.Binary(), (2 * c.Window).Binary())
+			c.Window.Binary(), model.SockBufFor(c.Window).Binary())
 	}
 	udp := c.IsUDP()
 	for _, s := range run.Streams {

@@ -14,8 +14,8 @@ var ErrNotSupported = errors.New("tcpinfo: not supported on this operating syste
 // field leaves the kernel's default alone.
 type SocketOptions struct {
 	// SndBuf and RcvBuf are requested SO_SNDBUF/SO_RCVBUF sizes. Linux
-	// doubles them (for its bookkeeping overhead) and clamps the request to
-	// net.core.wmem_max/rmem_max; setting one also turns off the kernel's
+	// clamps the request to net.core.wmem_max/rmem_max and grants
+	// model.SockBufFor it; setting one also turns off the kernel's
 	// autotuning of that buffer for the socket.
 	SndBuf, RcvBuf model.Bytes
 	// MSS is TCP_MAXSEG: the largest segment to send and to advertise.

@@ -153,7 +153,7 @@ func SetBuffers(c syscall.Conn, snd, rcv model.Bytes) error {
 }
 
 // Buffers reports the socket's send and receive buffer sizes as the kernel
-// holds them: double the request, clamped by net.core.wmem_max/rmem_max.
+// holds them: model.SockBufFor the request clamped by net.core.wmem_max/rmem_max.
 func Buffers(c syscall.Conn) (snd, rcv model.Bytes, err error) {
 	err = control(c, "get socket buffers", func(fd int) error {
 		s, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF)

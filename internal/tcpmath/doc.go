@@ -5,5 +5,7 @@
 // bit-error-rate model in which rate grows with √MTU (Cisco Networkers
 // 2004), packet rates, and round-trip times over fiber.
 //
+// Calculation is the JSON document of `tcpscope calc` (docs/JSON.md).
+//
 // Pure: model units in, model units out; no I/O, no clock.
 package tcpmath
