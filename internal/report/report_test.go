@@ -310,4 +310,3 @@ func TestTextPeerWithoutKernel(t *testing.T) {
 		}
 	}
 }
-
