@@ -74,8 +74,8 @@ test: setup vet
 # Short fuzzing of the decoders (the CI test run replays their seed corpora).
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeMessage -fuzztime 30s ./internal/perf
-	$(GO) test -run XXX -fuzz FuzzIperf3Params -fuzztime 30s ./internal/perf
-	$(GO) test -run XXX -fuzz FuzzIperf3Results -fuzztime 30s ./internal/perf
+	$(GO) test -run XXX -fuzz FuzzIperf3Params -fuzztime 30s ./internal/iperf3
+	$(GO) test -run XXX -fuzz FuzzIperf3Results -fuzztime 30s ./internal/iperf3
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/tcpinfo
 	$(GO) test -run XXX -fuzz FuzzVerify -fuzztime 30s ./internal/token
 

@@ -18,6 +18,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/health"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
+	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -296,7 +297,7 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "TLS for control connections; clients may pin this certificate with --tls-pin %s\n", pin)
 		}
 	}
-	srv := &perf.Server{Policy: &policy, Tokens: tokens, Iperf3Auth: iperf3Auth, TLS: tlsConfig, Version: Version, Logger: logger, OutputJSON: f.jsonLog}
+	srv := &perf.Server{Policy: &policy, Tokens: tokens, TLS: tlsConfig, Version: Version, Logger: logger}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
 	srv.OnTest = func(rec perf.TestRecord) {
@@ -309,13 +310,15 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	srv.Explain = func(cfg model.TestConfig, rep model.EndReport) []string {
+	// Stock iperf3 clients on the same port; those that ask for the
+	// server's output get the server end's diagnosis in it.
+	srv.Handle(&iperf3.Handler{Auth: iperf3Auth, OutputJSON: f.jsonLog, Explain: func(cfg model.TestConfig, rep model.EndReport) []string {
 		var out []string
 		for _, fd := range diagnose.ServerEnd(cfg, rep) {
 			out = append(out, fmt.Sprintf("%s: %s", fd.ID, fd.Summary))
 		}
 		return out
-	}
+	}})
 	// Lame duck (SIGUSR1, or POST /lameduck): admit nothing new, and
 	// stop once the running tests have finished.
 	ctx, stop := context.WithCancel(ctx)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/report"
@@ -141,7 +143,7 @@ func writeIperf3Failure(stdout io.Writer, run *model.Run, err error) {
 		_, msg = errorLine(err)
 	}
 	// stdout failing too leaves only the exit status and stderr to tell.
-	_ = report.WriteIperf3JSONError(stdout, run, msg)
+	_ = iperf3.WriteJSONError(stdout, run, msg)
 }
 
 // formatArg is the value of the last -f/--format in a command line c
@@ -248,7 +250,7 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	if err := perf.Normalize(&f.cfg); err != nil {
 		return nil, false, err
 	}
-	client := &perf.Client{Version: Version, Network: "tcp", ServerOutput: f.srvOutput, Blocks: int64(f.blocks), Token: f.token}
+	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}
@@ -285,9 +287,17 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		client.Observer, out = text, text
 	}
 	ctx := cmd.Context()
-	runTest := client.Run
+	i3 := &iperf3.Client{Native: client, ServerOutput: f.srvOutput, Blocks: int64(f.blocks)}
+	runTest := func(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
+		run, err := client.Run(ctx, addr, cfg)
+		if errors.Is(err, perf.ErrIperf3Server) {
+			// The server is a stock iperf3: test with its protocol.
+			return i3.Fallback(ctx, addr, cfg)
+		}
+		return run, err
+	}
 	if f.iperf3 {
-		runTest = client.RunIperf3
+		runTest = i3.Run
 	}
 	run, runErr := runTest(ctx, addr, f.cfg)
 	if run == nil && ctx.Err() != nil {
@@ -316,9 +326,9 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	case iperf3JSON && interrupted:
 		// As iperf3 -J when interrupted: the results so far, and an
 		// error saying why they end early.
-		werr = report.WriteIperf3JSONError(stdout, run, "interrupted: the test stopped early; the results so far are complete")
+		werr = iperf3.WriteJSONError(stdout, run, "interrupted: the test stopped early; the results so far are complete")
 	case iperf3JSON:
-		werr = report.WriteIperf3JSON(stdout, run)
+		werr = iperf3.WriteJSON(stdout, run)
 	default:
 		werr = report.WriteJSON(stdout, run)
 	}

@@ -38,7 +38,7 @@ func BenchmarkIntervalTick(b *testing.B) {
 	}
 	defer c.Close()
 	c.Write(make([]byte, 1<<20))
-	s := &stream{id: 0, role: model.Sender, conn: c.(*net.TCPConn), done: make(chan struct{})}
+	s := &Stream{id: 0, role: model.Sender, conn: c.(*net.TCPConn), done: make(chan struct{})}
 	prev, _ := tcpinfo.Read(s.conn)
 	b.ReportAllocs()
 	b.ResetTimer()

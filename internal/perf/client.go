@@ -36,13 +36,6 @@ type Client struct {
 	// ConnectTimeout bounds each connection attempt (default 10 s).
 	ConnectTimeout time.Duration
 	Observer       Observer
-	// ServerOutput asks a stock iperf3 server for its own output
-	// (--get-server-output); a tcpscope server's view is always reported.
-	ServerOutput bool
-	// Blocks is -k against a stock iperf3 server, which is told the
-	// count in blocks as iperf3's client tells it; the test's byte count
-	// is Blocks blocks of its length. 0 for none.
-	Blocks int64
 	// Now is the wall clock for the run's start stamp (default time.Now).
 	Now func() time.Time
 	// Token is an access token for a server that requires one.
@@ -63,9 +56,6 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	run := c.newRun(addr, cfg)
 
 	conn, ctl, w, err := c.handshake(ctx, addr, &cfg)
-	if errors.Is(err, errIperf3Server) {
-		return c.iperf3Fallback(ctx, addr, cfg)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -130,41 +120,14 @@ func (c *Client) newRun(addr string, cfg model.TestConfig) *model.Run {
 	return run
 }
 
-// errIperf3Server: the server answered like a stock iperf3 server.
-var errIperf3Server = errors.New("the server is a stock iperf3")
+// ErrIperf3Server: the server answered like a stock iperf3 server. The
+// caller may run the test with iperf3's protocol instead (internal/iperf3).
+var ErrIperf3Server = errors.New("the server is a stock iperf3")
 
-// iperf3Fallback runs the test with iperf3's protocol against a server
-// found to be a stock iperf3. The server may still be dropping our first
-// connection (it runs one test at a time, and re-creates its listener
-// after a failed one): an attempt that gets no test started is retried
-// briefly.
-func (c *Client) iperf3Fallback(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
-	var run *model.Run
-	var err error
-	for attempt := range 5 {
-		if attempt > 0 {
-			select {
-			case <-time.After(300 * time.Millisecond):
-			case <-ctx.Done():
-				return nil, &Error{Code: CodeAborted, Msg: "interrupted while connecting to " + addr, Err: ctx.Err()}
-			}
-		}
-		run, err = c.RunIperf3(ctx, addr, cfg)
-		// Busy, or reset or refused while it re-creates its listener
-		// after our first connection (it answered a moment ago, so a
-		// refusal is that window): nothing ran yet, try again.
-		if run != nil || err == nil {
-			break
-		}
-		if code := CodeOf(err); code != CodeBusy && code != CodeAborted && code != CodeProtocol && code != CodeRefused {
-			break
-		}
-	}
-	if run != nil {
-		run.Warnings = append(run.Warnings, "the server is a stock iperf3: the test used iperf3's protocol, and the server's side is what iperf3 reports (no kernel samples)")
-	}
-	return run, err
-}
+// isIperf3Answer says whether the first byte a server answered with is a
+// stock iperf3 server's state byte after a cookie: PARAM_EXCHANGE (9),
+// ACCESS_DENIED (-1) or SERVER_ERROR (-2).
+func isIperf3Answer(b byte) bool { return b == 9 || b == 0xff || b == 0xfe }
 
 // handshake opens the control connection and is admitted to a test.
 func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConfig) (*net.TCPConn, *ctrl, *welcome, error) {
@@ -197,8 +160,8 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	// first 37 bytes for its cookie and answers with one state byte:
 	// PARAM_EXCHANGE, or busy, or an error.
 	_ = ctlConn.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	if b, err := ctl.r.Peek(1); c.TLS == nil && err == nil && (b[0] == i3ParamExchange || b[0] == i3AccessDenied || b[0] == i3ServerError) {
-		return fail(errIperf3Server)
+	if b, err := ctl.r.Peek(1); c.TLS == nil && err == nil && isIperf3Answer(b[0]) {
+		return fail(ErrIperf3Server)
 	}
 	m, err := c.expect(ctl, msgWelcome, addr)
 	if err != nil {
@@ -239,9 +202,9 @@ func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string) (
 // openStreams dials the data connections, one per stream, and records
 // them in run. The streams opened so far are returned even on error, for
 // the caller to close.
-func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*stream, error) {
+func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*Stream, error) {
 	dirs := cfg.Directions()
-	streams := make([]*stream, 0, len(dirs))
+	streams := make([]*Stream, 0, len(dirs))
 	for i, d := range dirs {
 		role := model.RoleOf(model.ClientSide, d)
 		dc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
@@ -249,7 +212,7 @@ func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestCo
 			return streams, classifyDial(err, addr)
 		}
 		tc := dc.(*net.TCPConn)
-		streams = append(streams, &stream{id: i, role: role, conn: tc})
+		streams = append(streams, &Stream{id: i, role: role, conn: tc})
 		_ = tc.SetNoDelay(cfg.NoDelay)
 		if _, err := tc.Write(dataPreamble(keys[i], i)); err != nil {
 			return streams, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
@@ -262,7 +225,7 @@ func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestCo
 // measure runs the client's end while the control connection brings the
 // server's intervals, a request to stop (shutdown, limit) and finally the
 // server's totals; then it completes run.
-func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, streams []*stream, run *model.Run) (*model.Run, error) {
+func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, streams []*Stream, run *model.Run) (*model.Run, error) {
 	var obsMu sync.Mutex
 	observe := func(f func(Observer)) {
 		if c.Observer != nil {

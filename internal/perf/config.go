@@ -171,20 +171,19 @@ func span(c *model.TestConfig) time.Duration {
 	return c.Omit + c.Duration
 }
 
-// checkLimits applies a client's class to a normalized config; iperf3:
-// the client is a stock iperf3.
-func checkLimits(c *model.TestConfig, cl *limits.Class, iperf3 bool) error {
+// checkLimits applies a client's class to a normalized config; foreign
+// is the protocol of a client that is not tcpscope's (limits.Iperf3: a
+// stock iperf3), or 0.
+func checkLimits(c *model.TestConfig, cl *limits.Class, foreign limits.Protocols) error {
 	want := limits.TCP
 	if c.IsUDP() {
 		want = limits.UDP
 	}
-	if iperf3 {
-		want |= limits.Iperf3
-	}
+	want |= foreign
 	if cl.Protocols&want != want {
 		what := string(c.Protocol) + " tests"
-		if iperf3 {
-			what += " from iperf3 clients"
+		if foreign != 0 {
+			what += " from " + foreign.String() + " clients"
 		}
 		return errorf(CodeDenied, fmt.Sprintf("this server allows %s from your address", cl.Protocols), "%s not allowed from your address", what)
 	}

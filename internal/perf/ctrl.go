@@ -98,7 +98,7 @@ func socketOptions(cfg *model.TestConfig, role model.Role) tcpinfo.SocketOptions
 }
 
 // setupOf reads back what the kernel granted a stream's socket.
-func setupOf(st *stream) (model.SocketSetup, error) {
+func setupOf(st *Stream) (model.SocketSetup, error) {
 	var s model.SocketSetup
 	var err error
 	if st.udp != nil {

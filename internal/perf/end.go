@@ -21,7 +21,7 @@ import (
 const finishGrace = 30 * time.Second
 
 // stream is one data connection at one end.
-type stream struct {
+type Stream struct {
 	id   int
 	role model.Role
 	conn *net.TCPConn // TCP streams
@@ -38,7 +38,7 @@ type stream struct {
 }
 
 // netConn is the stream's socket, TCP or UDP.
-func (s *stream) netConn() net.Conn {
+func (s *Stream) netConn() net.Conn {
 	if s.udp != nil {
 		return s.udp.conn
 	}
@@ -46,13 +46,13 @@ func (s *stream) netConn() net.Conn {
 }
 
 // close closes the stream's socket.
-func (s *stream) close() { _ = s.netConn().Close() }
+func (s *Stream) close() { _ = s.netConn().Close() }
 
 // end runs one side's streams and samples them every interval.
-type end struct {
+type End struct {
 	side    model.Side
 	cfg     model.TestConfig
-	streams []*stream
+	streams []*Stream
 	// budget is the bytes left to send per direction in a byte-count test.
 	budget atomic.Int64
 	// payload is what senders write, cfg.Length bytes.
@@ -119,8 +119,8 @@ type end struct {
 	maxSndWnd  []model.Opt[model.Bytes]
 }
 
-func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(model.Interval)) *end {
-	e := &end{side: side, cfg: cfg, streams: streams, emit: emit, stopped: make(chan struct{})}
+func newEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval)) *End {
+	e := &End{side: side, cfg: cfg, streams: streams, emit: emit, stopped: make(chan struct{})}
 	// Each end sends one direction at most, so one budget per end serves
 	// a byte count "per direction".
 	e.budget.Store(int64(cfg.Bytes))
@@ -149,7 +149,7 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*stream, emit func(
 }
 
 // stop makes the senders stop early; receivers keep reading to the end.
-func (e *end) stop() {
+func (e *End) stop() {
 	e.stopOnce.Do(func() {
 		now := time.Now()
 		e.stopTime.Store(&now)
@@ -165,7 +165,7 @@ func (e *end) stop() {
 
 // stoppedAt is when stop was called, on this end's clock (at least 0),
 // for the stream goroutines, which start after t0 is set.
-func (e *end) stoppedAt() time.Duration {
+func (e *End) stoppedAt() time.Duration {
 	if t := e.stopTime.Load(); t != nil {
 		return max(t.Sub(e.t0), 0)
 	}
@@ -173,14 +173,14 @@ func (e *end) stoppedAt() time.Duration {
 }
 
 // tellEnd records that this end has just told its peer the test is over.
-func (e *end) tellEnd() {
+func (e *End) tellEnd() {
 	now := time.Now()
 	e.toldEnd.Store(&now)
 }
 
 // endedAt is when the test ended for the peer's senders, on this end's
 // clock: when this end told the peer so (tellEnd), or when it stopped.
-func (e *end) endedAt() time.Duration {
+func (e *End) endedAt() time.Duration {
 	d := e.stoppedAt()
 	if t := e.toldEnd.Load(); t != nil {
 		d = max(d, t.Sub(e.t0))
@@ -189,7 +189,7 @@ func (e *end) endedAt() time.Duration {
 }
 
 // isStopped reports whether stop was called.
-func (e *end) isStopped() bool {
+func (e *End) isStopped() bool {
 	select {
 	case <-e.stopped:
 		return true
@@ -200,12 +200,12 @@ func (e *end) isStopped() bool {
 
 // finishReceivers ends the receiving streams' reads now, for a test ended
 // on the control connection (iperf3's TEST_END).
-func (e *end) finishReceivers() { e.drainReceivers(0) }
+func (e *End) finishReceivers() { e.drainReceivers(0) }
 
 // drainReceivers ends the receiving streams' reads after d: what is
 // queued or arrives by then still counts. A reader moving its own
 // deadline keeps this one (drainDeadline).
-func (e *end) drainReceivers(d time.Duration) {
+func (e *End) drainReceivers(d time.Duration) {
 	by := time.Unix(1, 0) // in the past: now
 	if d > 0 {
 		by = time.Now().Add(d)
@@ -228,7 +228,7 @@ func (e *end) drainReceivers(d time.Duration) {
 }
 
 // drainDeadline is when drainReceivers ends the reads, if it was called.
-func (e *end) drainDeadline() (time.Time, bool) {
+func (e *End) drainDeadline() (time.Time, bool) {
 	if by := e.drainBy.Load(); by != 0 {
 		return time.Unix(0, by), true
 	}
@@ -238,7 +238,7 @@ func (e *end) drainDeadline() (time.Time, bool) {
 // setReadDeadline sets a receiver's read deadline to d, or to the end
 // drainReceivers set, if it did: that end stands. It sets d before it
 // looks, so a drainReceivers in between still has the last word.
-func (e *end) setReadDeadline(c net.Conn, d time.Time) {
+func (e *End) setReadDeadline(c net.Conn, d time.Time) {
 	_ = c.SetReadDeadline(d)
 	if by, ok := e.drainDeadline(); ok {
 		_ = c.SetReadDeadline(by)
@@ -254,7 +254,7 @@ const countPoll = time.Millisecond
 // highest datagram it saw. It gives up once no receiving stream that is
 // still short has moved for stall, at by, or when ctx ends. It only
 // waits: what a stream reports is what it read, whatever want says.
-func (e *end) awaitCounts(ctx context.Context, want []model.Opt[int64], stall time.Duration, by time.Time) {
+func (e *End) awaitCounts(ctx context.Context, want []model.Opt[int64], stall time.Duration, by time.Time) {
 	moved := make([]int64, len(e.streams))
 	lastMove := time.Now()
 	tick := time.NewTicker(countPoll)
@@ -299,7 +299,7 @@ func (e *end) awaitCounts(ctx context.Context, want []model.Opt[int64], stall ti
 // deadline then stops whatever still arrives (it reads on after a plain
 // stop, while data comes), so a client that vanishes or resets the control
 // connection while its senders go on frees its test at once.
-func (e *end) abort() {
+func (e *End) abort() {
 	e.aborted.Store(true)
 	e.stop()
 	e.finishReceivers()
@@ -311,7 +311,7 @@ func (e *end) abort() {
 // run starts the clock (unless t0 is set), runs all streams and the
 // sampler, and returns when every stream has finished. ctx cancellation
 // aborts.
-func (e *end) run(ctx context.Context) error {
+func (e *End) run(ctx context.Context) error {
 	if e.t0.IsZero() {
 		e.t0 = time.Now() // unless the caller started the clock
 	}
@@ -366,12 +366,12 @@ func (e *end) run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (e *end) since() time.Duration { return time.Since(e.t0) }
+func (e *End) since() time.Duration { return time.Since(e.t0) }
 
 // awaitDue waits until n bytes are due at rate r from the start: the
 // average rate holds, and a late wake-up catches up at once. It reports
 // whether stop cut the wait short.
-func (e *end) awaitDue(n int64, r model.Bitrate) (stopped bool) {
+func (e *End) awaitDue(n int64, r model.Bitrate) (stopped bool) {
 	due := e.t0.Add(time.Duration(float64(n) / r.BytesPerSecond() * float64(time.Second)))
 	wait := time.Until(due)
 	if wait <= 0 {
@@ -389,7 +389,7 @@ func (e *end) awaitDue(n int64, r model.Bitrate) (stopped bool) {
 
 // send writes until the duration ends, the byte budget is spent or stop is
 // called, then half-closes and waits for the receiver to confirm.
-func (e *end) send(s *stream) error {
+func (e *End) send(s *Stream) error {
 	buf := e.payload
 	if d := span(&e.cfg); d > 0 {
 		_ = s.conn.SetWriteDeadline(e.t0.Add(d))
@@ -506,7 +506,7 @@ const stallLimit = 5 * time.Second
 
 // ackedBytes is the kernel's count of bytes the peer acknowledged, or -1
 // when it cannot be read.
-func ackedBytes(s *stream) int64 {
+func ackedBytes(s *Stream) int64 {
 	smp, err := tcpinfo.Read(s.conn)
 	if err != nil || !smp.BytesAcked.OK {
 		return -1
@@ -515,7 +515,7 @@ func ackedBytes(s *stream) int64 {
 }
 
 // finalSample records the stream's last kernel state, stamped now.
-func (e *end) finalSample(s *stream) error {
+func (e *End) finalSample(s *Stream) error {
 	if s.udp != nil {
 		return nil
 	}
@@ -529,7 +529,7 @@ func (e *end) finalSample(s *stream) error {
 }
 
 // receive reads to end of file, then half-closes to confirm.
-func (e *end) receive(s *stream) error {
+func (e *End) receive(s *Stream) error {
 	// Reading at least 256 KiB per call saves system calls when data has
 	// piled up; at most 1 MiB, or 256 KiB in tests of many streams, bounds
 	// a server's memory whatever clients ask for.
@@ -709,7 +709,7 @@ const drainLimit = time.Second
 
 // sample emits one interval per tick until every stream is done, then a
 // last, shorter interval ending when the last stream finished.
-func (e *end) sample() {
+func (e *End) sample() {
 	n := len(e.streams)
 	prevBytes := make([]int64, n)
 	prev := make([]model.Sample, n)
@@ -806,7 +806,7 @@ func (e *end) sample() {
 }
 
 // read samples a stream's socket, or returns its final sample once done.
-func (e *end) read(s *stream) (model.Sample, bool) {
+func (e *End) read(s *Stream) (model.Sample, bool) {
 	if s.udp != nil {
 		return model.Sample{}, false
 	}
@@ -823,7 +823,7 @@ func (e *end) read(s *stream) (model.Sample, bool) {
 	return smp, true
 }
 
-func (e *end) observe(i int, s *model.Sample) {
+func (e *End) observe(i int, s *model.Sample) {
 	e.maxCwnd[i] = max(e.maxCwnd[i], s.CwndBytes())
 	e.maxRTT[i] = max(e.maxRTT[i], s.RTT)
 	if w, ok := s.SndWnd.Get(); ok && (!e.maxSndWnd[i].OK || w > e.maxSndWnd[i].V) {
@@ -831,7 +831,7 @@ func (e *end) observe(i int, s *model.Sample) {
 	}
 }
 
-func intervalOf(s *stream, prev, cur *model.Sample, moved model.Bytes, dt time.Duration) model.StreamInterval {
+func intervalOf(s *Stream, prev, cur *model.Sample, moved model.Bytes, dt time.Duration) model.StreamInterval {
 	si := model.StreamInterval{
 		Stream: s.id,
 		Role:   s.role,
@@ -850,7 +850,7 @@ func intervalOf(s *stream, prev, cur *model.Sample, moved model.Bytes, dt time.D
 }
 
 // totals summarises each stream over the measured period.
-func (e *end) totals() []model.StreamTotal {
+func (e *End) totals() []model.StreamTotal {
 	out := make([]model.StreamTotal, len(e.streams))
 	for i, s := range e.streams {
 		all := s.moved.Load()
@@ -908,7 +908,7 @@ func (e *end) totals() []model.StreamTotal {
 	return out
 }
 
-func (e *end) report(version string) model.EndReport {
+func (e *End) report(version string) model.EndReport {
 	return model.EndReport{
 		Side:      e.side,
 		Version:   version,

@@ -455,7 +455,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if err == nil && m.Hello != nil {
 			cfg := m.Hello.Config
-			if cl := fuzzClass(); Normalize(&cfg) == nil && checkLimits(&cfg, cl, false) == nil {
+			if cl := fuzzClass(); Normalize(&cfg) == nil && checkLimits(&cfg, cl, 0) == nil {
 				acceptedWithin(t, cfg, cl)
 			}
 		}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
@@ -29,29 +28,19 @@ type Server struct {
 	Limits Limits
 	Policy *limits.Table
 	// Tokens, when set, admits only tests with an access token it
-	// verifies: a native client's in its hello. A stock iperf3 client
-	// cannot carry one, and is refused unless iperf3's own
-	// authentication admits it (Iperf3Auth).
+	// verifies: a native client's in its hello. (A protocol whose clients
+	// cannot carry one refuses them, or admits them by its own
+	// authentication.)
 	Tokens *token.Verifier
 	// TLS, when set, serves native control connections over TLS, and
 	// only over TLS: a plain one is refused, so that its cookie and
-	// keys never cross in clear. (Data connections stay plain; stock
-	// iperf3 clients speak their own protocol.)
-	TLS *tls.Config
-	// Iperf3Auth, when set, admits a stock iperf3 client only with
-	// iperf3's own credentials (--username, --rsa-public-key-path).
-	Iperf3Auth *i3auth.Authenticator
-	Version    string
-	Logger     *slog.Logger
+	// keys never cross in clear. (Data connections stay plain, and other
+	// protocols speak their own.)
+	TLS     *tls.Config
+	Version string
+	Logger  *slog.Logger
 	// OnTest, when set, receives the server's view of each finished test.
 	OnTest func(TestRecord)
-	// Explain, when set, diagnoses the server's end of a test in a few
-	// lines, for iperf3 clients that ask for the server's output.
-	Explain func(model.TestConfig, model.EndReport) []string
-	// OutputJSON: the server's output returned to iperf3 clients that
-	// ask for it is JSON (server_output_json), as from an iperf3 -s -J;
-	// otherwise text.
-	OutputJSON bool
 	// InNetns, when set, runs code that opens sockets in the listener's
 	// network namespace (UDP streams open their own sockets); nil runs
 	// it where the caller is.
@@ -64,8 +53,10 @@ type Server struct {
 	policy  *limits.Table
 	mu      sync.Mutex
 	running map[string]*serverTest // by cookie
-	// udpTurn is, per client address, the one iperf3 UDP test whose
-	// streams may open now (see awaitUDPTurn); turnFreed is closed and
+	// protocols are the ones served beside the native one (Handle).
+	protocols []Protocol
+	// udpTurn is, per client address, the one test whose UDP hellos
+	// name no test (another protocol's) whose streams may open now (see awaitUDPTurn); turnFreed is closed and
 	// replaced whenever a turn ends.
 	udpTurn   map[string]*serverTest
 	turnFreed chan struct{}
@@ -161,12 +152,16 @@ type serverTest struct {
 	// arrived counts an iperf3 test's data connections and UDP hellos,
 	// which carry no stream index (under Server.mu).
 	arrived int
-	// udp: the streams are UDP; iperf3: the client is a stock iperf3,
-	// whose UDP hellos are matched by clientIP (see udpIperf3); wide:
-	// its datagrams carry 64-bit counters.
-	udp, iperf3, wide bool
-	clientIP          net.IP
-	admitted          time.Time
+	// udp: the streams are UDP; wide: its datagrams carry 64-bit
+	// counters.
+	udp, wide bool
+	// udpHello, for another protocol's test, tells its UDP hellos, which
+	// name no test: they are matched by clientIP (see udpByAddr) and
+	// answered with udpReply.
+	udpHello func([]byte) bool
+	udpReply []byte
+	clientIP net.IP
+	admitted time.Time
 	// claimed marks a native UDP test's stream ids whose hello came
 	// (under Server.mu): one socket per stream, whatever else asks.
 	claimed []bool
@@ -354,8 +349,8 @@ func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64, admitted fu
 	case dataMagic:
 		s.data(tc, admitted)
 	default:
-		if isI3Cookie(magic[:]) {
-			s.iperf3Conn(ctx, tc, magic[:], seq, admitted)
+		if p := s.protocolFor(magic[:]); p != nil {
+			p.Serve(ctx, &Conn{TCPConn: tc, Head: magic[:], Seq: seq, Server: s, admitted: admitted})
 			return
 		}
 		s.Logger.Debug("unknown protocol", "remote", c.RemoteAddr(), "first_bytes", fmt.Sprintf("%q", magic[:]))
@@ -568,7 +563,7 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 		return
 	}
 	cl := s.classOf(conn.RemoteAddr())
-	if err := checkLimits(&cfg, cl, false); err != nil {
+	if err := checkLimits(&cfg, cl, 0); err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
 		c.sendError(CodeOf(err), err.Error(), HintOf(err))
 		return
@@ -614,11 +609,11 @@ var errStreamsLate = errors.New("data connections did not arrive")
 // and reach the test in any order. The streams gathered so far are
 // returned with an error (errStreamsLate, or ctx's), for the caller to
 // close.
-func (s *Server) awaitStreams(ctx context.Context, t *serverTest, dirs []model.Direction) ([]*stream, error) {
-	streams := make([]*stream, len(dirs))
+func (s *Server) awaitStreams(ctx context.Context, t *serverTest, dirs []model.Direction) ([]*Stream, error) {
+	streams := make([]*Stream, len(dirs))
 	var unnumbered []dataConn
 	add := func(d dataConn) {
-		streams[d.stream] = &stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn, udp: d.udp}
+		streams[d.stream] = &Stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn, udp: d.udp}
 	}
 	deadline := time.NewTimer(handshakeTimeout)
 	defer deadline.Stop()
@@ -657,7 +652,7 @@ func (s *Server) awaitStreams(ctx context.Context, t *serverTest, dirs []model.D
 }
 
 // closeStreams closes the streams a test gathered.
-func closeStreams(streams []*stream) {
+func closeStreams(streams []*Stream) {
 	for _, st := range streams {
 		if st != nil {
 			st.close()
@@ -866,7 +861,7 @@ func summaryAttrs(r model.EndReport) []any {
 }
 
 // applyOptions sets the test's socket options on a server's stream.
-func applyOptions(st *stream, cfg *model.TestConfig) error {
+func applyOptions(st *Stream, cfg *model.TestConfig) error {
 	if st.udp != nil {
 		return tcpinfo.Apply(st.udp.conn, socketOptions(cfg, st.role))
 	}

@@ -193,7 +193,7 @@ func (f *udpFlow) account(b []byte, arrival time.Duration) (fin bool) {
 // sendUDP sends datagrams of cfg.Length at the test's bitrate (as fast as
 // possible at 0) until the duration ends, the byte budget is spent or
 // stop is called. A native sender then sends its closing datagrams.
-func (e *end) sendUDP(s *stream) error {
+func (e *End) sendUDP(s *Stream) error {
 	f := s.udp
 	size := int(e.cfg.Length)
 	buf := make([]byte, size)
@@ -283,7 +283,7 @@ loop:
 // receiveUDP reads datagrams until the sender's closing datagram, the
 // control connection's end (iperf3), or udpLinger of silence past the
 // planned end.
-func (e *end) receiveUDP(s *stream) error {
+func (e *End) receiveUDP(s *Stream) error {
 	f := s.udp
 	buf := make([]byte, 65536)
 	oob := make([]byte, oobSize)

@@ -22,17 +22,10 @@ import (
 // test's cookie and the stream id, and its answer carries a token the
 // client echoes on the control connection in its start message: the
 // server sends a stream nothing but answers until the client has shown
-// that it receives at the hello's address. iperf3's are four bytes each
-// way, with nothing to echo: the server takes them only from the address
-// of the test's control connection (see udpIperf3).
-
-// i3UDPHello and i3UDPReply are iperf3's UDP stream handshake as 3.17+
-// puts it on the wire. Older versions sent host-order integers (or the
-// legacy 987654321), so a client accepts any 4-byte answer.
-var (
-	i3UDPHello = []byte("9876")
-	i3UDPReply = []byte("6789")
-)
+// that it receives at the hello's address. Another protocol's hellos
+// (iperf3's: four bytes each way) may name no test and carry nothing to
+// echo: the server takes them only from the address of the test's
+// control connection (see udpByAddr).
 
 // udpRetry is how often a client repeats an unanswered hello: datagrams
 // may be lost, even the first ones.
@@ -139,8 +132,8 @@ func (s *Server) serveUDP(ctx context.Context, pc *net.UDPConn) {
 		msg := append([]byte(nil), buf[:n]...)
 		if key, id, ok := parseUDPHello(msg); ok {
 			s.udpNative(ctx, pc, peer, key, id)
-		} else if n == 4 {
-			s.udpIperf3(ctx, pc, peer)
+		} else {
+			s.udpByAddr(ctx, pc, peer, msg)
 		}
 	}
 }
@@ -154,7 +147,7 @@ func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAd
 	s.mu.Lock()
 	ref, found := s.byKey[string(key)]
 	t := ref.t
-	ok := found && ref.id == id && t.udp && !t.iperf3 && !t.full && !t.claimed[id]
+	ok := found && ref.id == id && t.udp && t.udpHello == nil && !t.full && !t.claimed[id]
 	if ok {
 		t.claimed[id] = true
 	}
@@ -186,7 +179,7 @@ func newToken() []byte {
 // verifyUDP checks that the client echoed each UDP stream's token (the
 // start message's UDPTokens, by stream id) and ends the streams' answering:
 // until it returns nil, no stream has been sent anything but answers.
-func verifyUDP(streams []*stream, st *start) error {
+func verifyUDP(streams []*Stream, st *start) error {
 	for i, sm := range streams {
 		if sm.udp == nil {
 			continue
@@ -202,7 +195,7 @@ func verifyUDP(streams []*stream, st *start) error {
 
 // udpTokens are the tokens of a client's UDP streams, for its start
 // message.
-func udpTokens(streams []*stream) [][]byte {
+func udpTokens(streams []*Stream) [][]byte {
 	var tokens [][]byte
 	for _, s := range streams {
 		if s.udp != nil {
@@ -212,14 +205,15 @@ func udpTokens(streams []*stream) [][]byte {
 	return tokens
 }
 
-// udpIperf3 opens an iperf3 client's UDP stream. iperf3's hello names no
-// test, so the server lets one iperf3 UDP test per client address at a
-// time ask for its streams (see awaitUDPTurn): the hello belongs to that
-// test, and streams are numbered in arrival order.
-func (s *Server) udpIperf3(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr) {
+// udpByAddr opens a UDP stream whose hello names no test (another
+// protocol's, such as iperf3's): the server lets one such test per
+// client address at a time ask for its streams (see awaitUDPTurn), the
+// hello belongs to that test if it is its protocol's, and streams are
+// numbered in arrival order.
+func (s *Server) udpByAddr(ctx context.Context, pc *net.UDPConn, peer *net.UDPAddr, hello []byte) {
 	s.mu.Lock()
 	t := s.udpTurn[udpTurnKey(peer.IP)]
-	if t != nil && (t.full || t.arrived >= t.nconn) {
+	if t != nil && (t.full || t.arrived >= t.nconn || !t.udpHello(hello)) {
 		t = nil
 	}
 	var id int
@@ -236,7 +230,7 @@ func (s *Server) udpIperf3(ctx context.Context, pc *net.UDPConn, peer *net.UDPAd
 		s.Logger.Warn("udp stream", "err", err)
 		return
 	}
-	if _, err := uc.Write(i3UDPReply); err != nil {
+	if _, err := uc.Write(t.udpReply); err != nil {
 		uc.Close()
 		return
 	}
@@ -272,8 +266,8 @@ func (s *Server) deliverUDP(t *serverTest, d dataConn) {
 }
 
 // openUDPStreams opens a native test's UDP streams, one after another.
-func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*stream, error) {
-	var streams []*stream
+func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*Stream, error) {
+	var streams []*Stream
 	for i, d := range cfg.Directions() {
 		role := model.RoleOf(model.ClientSide, d)
 		var token []byte
@@ -286,26 +280,27 @@ func (c *Client) openUDPStreams(ctx context.Context, addr string, cfg *model.Tes
 		}
 		f := newUDPFlow(uc, true, true)
 		f.token = token
-		streams = append(streams, &stream{id: i, role: role, udp: f})
+		streams = append(streams, &Stream{id: i, role: role, udp: f})
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: uc.LocalAddr().String()})
 	}
 	return streams, nil
 }
 
-// udpTurnWait bounds how long an iperf3 UDP test waits for an earlier one
+// udpTurnWait bounds how long a UDP test whose hellos name no test waits for an earlier one
 // from the same address to get its streams: that one gets them, or gives
 // up after handshakeTimeout.
 const udpTurnWait = handshakeTimeout + 2*time.Second
 
-// errUDPTurn: an earlier iperf3 UDP test from the same address held the
-// turn for longer than udpTurnWait.
-var errUDPTurn = errors.New("another iperf3 UDP test from the same address was still opening its streams")
+// errUDPTurn: an earlier test from the same address whose UDP hellos
+// name no test held the turn for longer than udpTurnWait.
+var errUDPTurn = errors.New("another UDP test from the same address was still opening its streams")
 
 func udpTurnKey(ip net.IP) string { return string(ip.To16()) }
 
-// awaitUDPTurn waits until t, an iperf3 UDP test, is the only one from its
-// client's address waiting for UDP streams. Its hellos (four bytes from an
-// ephemeral port) name no test: with two tests from one address asking
+// awaitUDPTurn waits until t, a UDP test whose hellos name no test (an
+// iperf3 client's), is the only one from its client's address waiting for
+// UDP streams. Its hellos (iperf3's: four bytes from an ephemeral port)
+// name no test: with two tests from one address asking
 // at once, a hello could belong to either, and a wrong guess swaps their
 // results. So a second test is told to open its streams (CREATE_STREAMS)
 // only once the first has all of its own.
@@ -335,7 +330,7 @@ func (s *Server) awaitUDPTurn(ctx context.Context, t *serverTest) error {
 // freeUDPTurnLocked ends t's turn, if it has it, and wakes the tests
 // waiting for one. Called with s.mu held.
 func (s *Server) freeUDPTurnLocked(t *serverTest) {
-	if !t.udp || !t.iperf3 {
+	if !t.udp || t.udpHello == nil {
 		return
 	}
 	key := udpTurnKey(t.clientIP)

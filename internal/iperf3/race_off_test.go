@@ -1,6 +1,6 @@
 //go:build !race
 
-package perf_test
+package iperf3_test
 
 import "time"
 

@@ -1,10 +1,12 @@
-package perf
+package iperf3
 
 import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // FuzzIperf3Params: whatever a client sends as parameters, the server
@@ -24,7 +26,7 @@ func FuzzIperf3Params(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p i3ParamsIn
+		var p paramsIn
 		if json.Unmarshal(b, &p) != nil {
 			return
 		}
@@ -32,7 +34,7 @@ func FuzzIperf3Params(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if cl := fuzzClass(); Normalize(&cfg) == nil && checkLimits(&cfg, cl, true) == nil {
+		if cl := fuzzClass(); perf.Normalize(&cfg) == nil && perf.CheckLimits(&cfg, cl, limits.Iperf3) == nil {
 			acceptedWithin(t, cfg, cl)
 		}
 	})
@@ -50,7 +52,7 @@ func FuzzIperf3Results(f *testing.F) {
 	}
 	run := &model.Run{Streams: []model.StreamInfo{{ID: 0, Direction: model.ClientToServer}, {ID: 1, Direction: model.ServerToClient}}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r i3Results
+		var r results
 		if json.Unmarshal(b, &r) != nil {
 			return
 		}
@@ -60,4 +62,36 @@ func FuzzIperf3Results(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzClass is the class fuzzed configs are checked against: the
+// built-in default, with rate caps (as perf's fuzz tests take).
+func fuzzClass() *limits.Class {
+	c := limits.Builtin().Default
+	c.MaxRate = model.GbitPerSecond
+	c.MaxUDPRate = 100 * model.MbitPerSecond
+	return &c
+}
+
+// acceptedWithin fails t unless an accepted cfg is within cl's limits.
+// (How the server's end paces an accepted test is perf's to check, in
+// its own fuzz tests.)
+func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
+	t.Helper()
+	d := span(&cfg)
+	n := float64(len(cfg.Directions()))
+	switch {
+	case cfg.Parallel < 1 || cfg.Parallel > perf.MaxParallel || cfg.Length < 1:
+		t.Fatalf("accepted %+v", cfg)
+	case len(cfg.Directions()) > cl.MaxStreams:
+		t.Fatalf("accepted %d streams over a limit of %d", len(cfg.Directions()), cl.MaxStreams)
+	case cfg.Bytes == 0 && (d <= 0 || d > cl.MaxDuration):
+		t.Fatalf("accepted a test of %v (-t %v, -O %v) under a limit of %v", d, cfg.Duration, cfg.Omit, cl.MaxDuration)
+	case cfg.Bytes < 0 || cfg.Bitrate < 0 || cfg.Omit < 0:
+		t.Fatalf("accepted %+v", cfg)
+	case cfg.IsUDP() && (cfg.Bitrate == 0 || float64(cfg.Bitrate)*n > float64(cl.MaxUDPRate)):
+		t.Fatalf("accepted UDP at -b %v per stream, %v streams, over a cap of %v", cfg.Bitrate, n, cl.MaxUDPRate)
+	case !cfg.IsUDP() && float64(cfg.Bitrate)*n > float64(cl.MaxRate):
+		t.Fatalf("accepted TCP at -b %v per stream, %v streams, over a cap of %v", cfg.Bitrate, n, cl.MaxRate)
+	}
 }

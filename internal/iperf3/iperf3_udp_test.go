@@ -1,4 +1,4 @@
-package perf_test
+package iperf3_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -138,7 +139,7 @@ func TestIperf3ServerUDP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"udp-reverse": true, "bytes": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package perf_test
+package iperf3_test
 
 import (
 	"encoding/binary"

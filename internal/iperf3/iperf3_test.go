@@ -1,4 +1,4 @@
-package perf_test
+package iperf3_test
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/i3auth"
+	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -126,7 +127,7 @@ func TestIperf3Server(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"bidir": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,9 +181,9 @@ func TestIperf3Server(t *testing.T) {
 }
 
 func TestIperf3Refusals(t *testing.T) {
-	c := &perf.Client{}
+	c := &iperf3.Client{Native: &perf.Client{}}
 	for _, cfg := range []model.TestConfig{{Bytes: 1 << 20, Reverse: true, Protocol: model.UDP}, {Duration: 1500 * time.Millisecond}, {Duration: time.Second, ReadRate: 1e6}} {
-		if _, err := c.RunIperf3(context.Background(), "127.0.0.1:1", cfg); perf.CodeOf(err) != perf.CodeBadConfig {
+		if _, err := c.Run(context.Background(), "127.0.0.1:1", cfg); perf.CodeOf(err) != perf.CodeBadConfig {
 			t.Errorf("%+v: %v, want a bad-config error", cfg, err)
 		}
 	}
@@ -195,7 +196,7 @@ func TestIperf3Interrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(700*time.Millisecond, cancel)
 	start := time.Now()
-	run, err := (&perf.Client{Version: "test"}).RunIperf3(ctx, addr, model.TestConfig{Duration: 10 * time.Second})
+	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(ctx, addr, model.TestConfig{Duration: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,8 +240,9 @@ func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan pe
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }, OutputJSON: jsonOutput,
-			Explain: func(model.TestConfig, model.EndReport) []string { return []string{"explained"} }}
+		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
+		srv.Handle(&iperf3.Handler{OutputJSON: jsonOutput,
+			Explain: func(model.TestConfig, model.EndReport) []string { return []string{"explained"} }})
 		srv.Serve(ctx, ln)
 		close(done)
 	}()
@@ -317,7 +319,14 @@ func TestIperf3Fallback(t *testing.T) {
 	// iperf3 -s re-creates its listener right after starting, and a
 	// connection in that moment is reset: settle first.
 	time.Sleep(300 * time.Millisecond)
-	run, err := (&perf.Client{Version: "test"}).Run(context.Background(), fmt.Sprintf("127.0.0.1:%d", port), model.TestConfig{Duration: time.Second})
+	// As the command line runs a test: natively, falling back to iperf3's
+	// protocol when the server turns out to be a stock iperf3.
+	addr, cfg := fmt.Sprintf("127.0.0.1:%d", port), model.TestConfig{Duration: time.Second}
+	native := &perf.Client{Version: "test"}
+	run, err := native.Run(context.Background(), addr, cfg)
+	if errors.Is(err, perf.ErrIperf3Server) {
+		run, err = (&iperf3.Client{Native: native}).Fallback(context.Background(), addr, cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +395,7 @@ func TestIperf3Agreement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"bidir": true, "bytes-parallel": true, "udp-reverse": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -638,7 +647,7 @@ func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
 func TestIperf3BytesArriveBeforeTestEnd(t *testing.T) {
 	addr, arrived := slowIperf3(t)
 	const n = 8 * model.MiB
-	run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, model.TestConfig{Bytes: n})
+	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, model.TestConfig{Bytes: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -779,7 +788,7 @@ func limitedServer(t *testing.T, limits perf.Limits) (port string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		(&perf.Server{Version: "test", Limits: limits}).Serve(ctx, ln)
+		withIperf3(&perf.Server{Version: "test", Limits: limits}).Serve(ctx, ln)
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -866,7 +875,7 @@ func TestIperf3TimedTestCountsEveryByte(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"three streams": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -904,7 +913,7 @@ func TestIperf3ReceiverEndsCountTest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr, wait := iperf3Server(t)
-			run, err := (&perf.Client{Version: "test", Blocks: tc.blocks}).RunIperf3(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}, Blocks: tc.blocks}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1056,7 +1065,7 @@ func TestIperf3BidirReceiverTime(t *testing.T) {
 	t.Parallel() // one stream is read at a few hundred Mbit/s: runs beside the paced tests
 	addr, sending := bidirIperf3(t)
 	const test = 2 * time.Second
-	run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, model.TestConfig{Duration: test, Bidir: true})
+	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, model.TestConfig{Duration: test, Bidir: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1117,7 +1126,7 @@ func TestIperf3ZeroCopy(t *testing.T) {
 	for _, zc := range []bool{false, true} {
 		addr, wait := iperf3Server(t)
 		before := readChars(t)
-		run, err := (&perf.Client{Version: "test"}).RunIperf3(context.Background(), addr, model.TestConfig{Bytes: n, ZeroCopy: zc})
+		run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, model.TestConfig{Bytes: n, ZeroCopy: zc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1198,7 +1207,7 @@ protocols = ["tcp", "udp"]
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { (&perf.Server{Version: "test", Policy: &tb}).Serve(ctx, ln); close(done) }()
+	go func() { withIperf3(&perf.Server{Version: "test", Policy: &tb}).Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 	for _, tc := range []struct {
@@ -1268,8 +1277,8 @@ func TestServeIperf3Auth(t *testing.T) {
 		records := make(chan perf.TestRecord, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		srv := &perf.Server{Version: "test", Iperf3Auth: &i3auth.Authenticator{Key: key, UsersFile: usersFile, PKCS1: pkcs1},
-			OnTest: func(r perf.TestRecord) { records <- r }}
+		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
+		srv.Handle(&iperf3.Handler{Auth: &i3auth.Authenticator{Key: key, UsersFile: usersFile, PKCS1: pkcs1}})
 		go func() { srv.Serve(ctx, ln); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })
 		return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), records
@@ -1310,4 +1319,10 @@ func TestServeIperf3Auth(t *testing.T) {
 			t.Errorf("v1.5 padding without --use-pkcs1-padding: exit %d, stderr %q", code, msg)
 		}
 	}
+}
+
+// withIperf3 adds the iperf3 Handler to srv.
+func withIperf3(srv *perf.Server) *perf.Server {
+	srv.Handle(&iperf3.Handler{})
+	return srv
 }

@@ -1,10 +1,11 @@
-package perf
+package iperf3
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // UDP results as iperf3 reads them: counts include the omitted start, and
@@ -14,7 +15,7 @@ func TestI3UDPResultsOmitted(t *testing.T) {
 	totals := []model.StreamTotal{{Stream: 0, Role: model.Receiver,
 		UDP:        &model.Datagrams{Packets: 900, Lost: 9, Jitter: 2e6},
 		UDPOmitted: &model.Datagrams{Packets: 100, Lost: 1}}}
-	b, err := json.Marshal(i3ResultsOf(totals))
+	b, err := json.Marshal(resultsOf(totals))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestI3UDPResultsOmitted(t *testing.T) {
 	run := &model.Run{Config: model.TestConfig{Protocol: model.UDP, Omit: 1e9},
 		Streams: []model.StreamInfo{{ID: 0, Direction: model.ClientToServer}},
 		Client:  model.EndReport{Totals: []model.StreamTotal{{Stream: 0, Role: model.Sender, UDPOmitted: &model.Datagrams{Packets: 100}}}}}
-	var r i3Results
+	var r results
 	_ = json.Unmarshal(b, &r)
 	if tot := serverTotals(&r, run); tot[0].UDP.Packets != 900 || tot[0].UDP.Lost != 9 {
 		t.Errorf("with omitted counts: %+v", tot[0].UDP)
@@ -53,10 +54,10 @@ func TestI3UDPResultsOmitted(t *testing.T) {
 func TestI3ClientResultsSent(t *testing.T) {
 	// Stream ids 1, 3, 4, 5, 6: stream 1 is a sender, the counts of 4, 5
 	// and 6 are not counts.
-	tcp := []*stream{{id: 0, role: model.Receiver}, {id: 1, role: model.Sender}, {id: 2, role: model.Receiver}, {id: 3, role: model.Receiver}, {id: 4, role: model.Receiver}}
+	tcp := []*perf.Stream{perf.NewTCPStream(0, model.Receiver, nil), perf.NewTCPStream(1, model.Sender, nil), perf.NewTCPStream(2, model.Receiver, nil), perf.NewTCPStream(3, model.Receiver, nil), perf.NewTCPStream(4, model.Receiver, nil)}
 	msg := `{"streams":[{"id":1,"bytes":1000,"packets":0},{"id":3,"bytes":2000},{"id":4,"bytes":-1},` +
 		`{"id":5,"bytes":18446744073709551615},{"id":6,"bytes":1.5},{"bytes":7}]}`
-	var r i3ClientResults
+	var r clientResults
 	if err := json.Unmarshal([]byte(msg), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +69,8 @@ func TestI3ClientResultsSent(t *testing.T) {
 		}
 	}
 	// UDP counts datagrams: bytes alone are no count.
-	udp := []*stream{{id: 0, role: model.Receiver, udp: &udpFlow{}}, {id: 1, role: model.Receiver, udp: &udpFlow{}}}
-	var ru i3ClientResults
+	udp := []*perf.Stream{perf.NewUDPStream(0, model.Receiver, nil, false), perf.NewUDPStream(1, model.Receiver, nil, false)}
+	var ru clientResults
 	if err := json.Unmarshal([]byte(`{"streams":[{"id":1,"bytes":14000,"packets":10},{"id":3,"bytes":1400}]}`), &ru); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package report
+package iperf3
 
 import (
 	"encoding/json"
@@ -11,35 +11,35 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// WriteIperf3JSON writes a run in the shape of iperf3's -J document (the
+// WriteJSON writes a run in the shape of iperf3's -J document (the
 // client's view), so pipelines that parse iperf3 (perfSONAR and friends)
 // take tcpscope's results unchanged: start, intervals from this end's
 // samples, and end with both ends' totals, sum_sent from the senders'
 // counters and clock, sum_received from the receivers'. A figure neither
 // end measured is left out where iperf3 would write a 0 (docs/JSON.md
 // lists them); "version" says what wrote it.
-func WriteIperf3JSON(w io.Writer, run *model.Run) error {
-	return writeIperf3JSON(w, run, "")
+func WriteJSON(w io.Writer, run *model.Run) error {
+	return writeJSON(w, run, "")
 }
 
-// WriteIperf3JSONError writes the document of a test that failed, as
+// WriteJSONError writes the document of a test that failed, as
 // iperf3 -J does: what is known of start, the intervals so far and an
 // "error" saying why, so that `jq .error` finds it. run may hold only the
 // request (server, config, start time, this end's version and kernel)
 // when the test never began.
-func WriteIperf3JSONError(w io.Writer, run *model.Run, msg string) error {
-	return writeIperf3JSON(w, run, msg)
+func WriteJSONError(w io.Writer, run *model.Run, msg string) error {
+	return writeJSON(w, run, msg)
 }
 
-func writeIperf3JSON(w io.Writer, run *model.Run, errMsg string) error {
+func writeJSON(w io.Writer, run *model.Run, errMsg string) error {
 	doc := map[string]any{
-		"start":     i3Start(run),
-		"intervals": i3Intervals(run),
+		"start":     startOf(run),
+		"intervals": intervalsOf(run),
 		"end":       map[string]any{},
 	}
 	if len(run.Streams) > 0 {
 		// iperf3's failed documents have an empty end until streams ran.
-		doc["end"] = i3End(run)
+		doc["end"] = endOf(run)
 	}
 	if run.ServerOutput != "" {
 		if json.Valid([]byte(run.ServerOutput)) {
@@ -56,15 +56,15 @@ func writeIperf3JSON(w io.Writer, run *model.Run, errMsg string) error {
 	return enc.Encode(doc)
 }
 
-// i3Socket stands in for iperf3's file descriptor numbers: its first
+// socketOf stands in for iperf3's file descriptor numbers: its first
 // stream is usually descriptor 5.
-func i3Socket(stream int) int { return 5 + stream }
+func socketOf(stream int) int { return 5 + stream }
 
-// i3Time is iperf3's timestamp format (strftime's "%a, %d %b %Y %H:%M:%S
+// timeLayout is iperf3's timestamp format (strftime's "%a, %d %b %Y %H:%M:%S
 // %Z" of gmtime, which names the zone GMT).
-const i3Time = "Mon, 02 Jan 2006 15:04:05 GMT"
+const timeLayout = "Mon, 02 Jan 2006 15:04:05 GMT"
 
-func i3Start(run *model.Run) map[string]any {
+func startOf(run *model.Run) map[string]any {
 	host, port, _ := net.SplitHostPort(run.Server)
 	p, _ := strconv.Atoi(port)
 	connected := []map[string]any{}
@@ -73,7 +73,7 @@ func i3Start(run *model.Run) map[string]any {
 		rh, rp, _ := net.SplitHostPort(s.ServerAddr)
 		lpn, _ := strconv.Atoi(lp)
 		rpn, _ := strconv.Atoi(rp)
-		connected = append(connected, map[string]any{"socket": i3Socket(s.ID), "local_host": lh, "local_port": lpn, "remote_host": rh, "remote_port": rpn})
+		connected = append(connected, map[string]any{"socket": socketOf(s.ID), "local_host": lh, "local_port": lpn, "remote_host": rh, "remote_port": rpn})
 	}
 	c := run.Config
 	bidir, reverse := 0, 0
@@ -86,7 +86,7 @@ func i3Start(run *model.Run) map[string]any {
 	start := map[string]any{
 		"connected": connected,
 		"version":   "tcpscope " + run.Client.Version + " (iperf3 -J shape)",
-		"timestamp": map[string]any{"time": run.Start.UTC().Format(i3Time), "timesecs": run.Start.Unix()},
+		"timestamp": map[string]any{"time": run.Start.UTC().Format(timeLayout), "timesecs": run.Start.Unix()},
 	}
 	if run.Server != "" {
 		start["connecting_to"] = map[string]any{"host": host, "port": p}
@@ -119,10 +119,10 @@ func i3Start(run *model.Run) map[string]any {
 	return start
 }
 
-// i3Intervals is this end's intervals: per stream, and summed per
+// intervalsOf is this end's intervals: per stream, and summed per
 // direction (sum for the client's first direction, sum_bidir_reverse for
 // the other in --bidir).
-func i3Intervals(run *model.Run) []map[string]any {
+func intervalsOf(run *model.Run) []map[string]any {
 	dirOf := map[int]model.Direction{}
 	for _, s := range run.Streams {
 		dirOf[s.ID] = s.Direction
@@ -136,7 +136,7 @@ func i3Intervals(run *model.Run) []map[string]any {
 		sums := map[model.Direction]map[string]any{}
 		for _, si := range iv.Streams {
 			sender := si.Role == model.Sender
-			s := map[string]any{"socket": i3Socket(si.Stream), "start": start, "end": end, "seconds": secs,
+			s := map[string]any{"socket": socketOf(si.Stream), "start": start, "end": end, "seconds": secs,
 				"bytes": int64(si.Bytes), "bits_per_second": float64(si.Rate), "omitted": iv.Omitted, "sender": sender}
 			if si.UDP != nil {
 				udpFields(s, si.UDP, sender, true)
@@ -239,7 +239,7 @@ func rttStats(e *model.EndReport, id int) (lo, mean time.Duration, ok bool) {
 // half is one end's account of a stream in iperf3's end.streams: what
 // the end reported, nothing where it reported nothing.
 func half(e *model.EndReport, t *model.StreamTotal, id int) map[string]any {
-	h := map[string]any{"socket": i3Socket(id), "start": 0.0}
+	h := map[string]any{"socket": socketOf(id), "start": 0.0}
 	if t == nil {
 		return h
 	}
@@ -275,7 +275,7 @@ func ends(run *model.Run, d model.Direction) (snd, rcv *model.EndReport) {
 	return &run.Client, &run.Remote
 }
 
-func i3End(run *model.Run) map[string]any {
+func endOf(run *model.Run) map[string]any {
 	var streams []map[string]any
 	for _, s := range run.Streams {
 		sndEnd, rcvEnd := ends(run, s.Direction)
@@ -290,7 +290,7 @@ func i3End(run *model.Run) map[string]any {
 		sh["sender"], rh["sender"] = mine, mine
 		streams = append(streams, map[string]any{"sender": sh, "receiver": rh})
 	}
-	end := map[string]any{"streams": streams, "cpu_utilization_percent": i3CPU(run)}
+	end := map[string]any{"streams": streams, "cpu_utilization_percent": cpuOf(run)}
 	first := firstDirection(run)
 	for _, d := range run.Summary {
 		mine := d.Direction == model.ClientToServer
@@ -371,7 +371,7 @@ func i3End(run *model.Run) map[string]any {
 // udpStream is iperf3's one entry per UDP stream: the sender's bytes,
 // time and datagrams, the receiver's loss, jitter and late datagrams.
 func udpStream(rcvEnd *model.EndReport, snd, rcv *model.StreamTotal, id int, mine bool) map[string]any {
-	h := map[string]any{"socket": i3Socket(id), "start": 0.0, "sender": mine}
+	h := map[string]any{"socket": socketOf(id), "start": 0.0, "sender": mine}
 	if snd != nil {
 		h["end"], h["seconds"], h["bytes"], h["bits_per_second"] = snd.Duration.Seconds(), snd.Duration.Seconds(), int64(snd.Bytes), float64(snd.Rate)
 		if snd.UDP != nil {
@@ -446,10 +446,10 @@ func congestionOf(run *model.Run, side model.Side) string {
 	return ""
 }
 
-// i3CPU is iperf3's cpu_utilization_percent: this process's (host_*)
+// cpuOf is iperf3's cpu_utilization_percent: this process's (host_*)
 // and the server's (remote_*), each left out when that end did not
 // report it.
-func i3CPU(run *model.Run) map[string]any {
+func cpuOf(run *model.Run) map[string]any {
 	out := map[string]any{}
 	for prefix, u := range map[string]*model.CPUUse{"host_": run.Client.CPU, "remote_": run.Remote.CPU} {
 		if u != nil {

@@ -1,0 +1,159 @@
+package perf
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+)
+
+// This file is the engine's API for the other protocols tcpscope speaks
+// (internal/iperf3): they open the data connections and run the control
+// dialogue their own way, and hand the streams to an End, which moves
+// the bytes, samples both kernels' state and keeps the totals.
+
+// Timing shared with the other protocols' handshakes and endings.
+const (
+	// HandshakeTimeout bounds each step of a test's setup.
+	HandshakeTimeout = handshakeTimeout
+	// FinishGrace is how long past a test's end its last bytes and the
+	// peer's results are waited for.
+	FinishGrace = finishGrace
+	// StallLimit is how long a sender waits with no acknowledgement
+	// progress before it gives its last bytes up.
+	StallLimit = stallLimit
+)
+
+// NewTCPStream is stream id of a test, on c, in role at this end.
+func NewTCPStream(id int, role model.Role, c *net.TCPConn) *Stream {
+	return &Stream{id: id, role: role, conn: c}
+}
+
+// NewUDPStream is UDP stream id of a test, on a connected socket; wide:
+// its datagrams carry 64-bit counters (iperf3's --udp-counters-64bit).
+func NewUDPStream(id int, role model.Role, c *net.UDPConn, wide bool) *Stream {
+	return &Stream{id: id, role: role, udp: newUDPFlow(c, wide, false)}
+}
+
+// ID is the stream's index in its test.
+func (s *Stream) ID() int { return s.id }
+
+// Role is what the stream does at this end.
+func (s *Stream) Role() model.Role { return s.role }
+
+// TCP is the stream's TCP connection, nil for a UDP stream.
+func (s *Stream) TCP() *net.TCPConn { return s.conn }
+
+// IsUDP says whether the stream carries datagrams.
+func (s *Stream) IsUDP() bool { return s.udp != nil }
+
+// LocalAddr is the address of the stream's socket.
+func (s *Stream) LocalAddr() net.Addr { return s.netConn().LocalAddr() }
+
+// Done is closed once the stream has stopped (see Finished).
+func (s *Stream) Done() <-chan struct{} { return s.done }
+
+// Finished is, once Done is closed, when the stream stopped writing or
+// its last byte arrived, from the start of the test.
+func (s *Stream) Finished() time.Duration { return s.finished }
+
+// Moved is the application bytes written or read so far.
+func (s *Stream) Moved() int64 { return s.moved.Load() }
+
+// Close closes the stream's socket.
+func (s *Stream) Close() { s.close() }
+
+// Setup reads back what the kernel granted the stream's socket.
+func (s *Stream) Setup() (model.SocketSetup, error) {
+	st, err := setupOf(s)
+	return st, wrapSocket(err, "read socket options")
+}
+
+// EndOptions say how a test of another protocol runs on the engine.
+type EndOptions struct {
+	// Start is when the test's clock started (the peer's, as its
+	// protocol says when); the zero time: when Run starts.
+	Start time.Time
+	// PeerCloses: the peer ends the test by closing the streams, not by
+	// the native protocol's half-close and confirmation.
+	PeerCloses bool
+	// ReadOn: once stopped, the receivers read on until DrainReceivers
+	// or FinishReceivers ends their reads, and their time runs to their
+	// last read.
+	ReadOn bool
+	// WholeBlocks: senders write exactly the test's Length per call,
+	// paced a block at a time.
+	WholeBlocks bool
+	// OnRead, if set, hears of every read of a receiving TCP stream, on
+	// the streams' goroutines.
+	OnRead func(n int)
+}
+
+// NewEnd is one side's end of a test on streams; emit receives each
+// interval as it completes.
+func NewEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval), o EndOptions) *End {
+	e := newEnd(side, cfg, streams, emit)
+	e.setOptions(o)
+	return e
+}
+
+func (e *End) setOptions(o EndOptions) {
+	e.t0 = o.Start
+	e.peerCloses, e.readOn, e.wholeBlocks, e.onRead = o.PeerCloses, o.ReadOn, o.WholeBlocks, o.OnRead
+}
+
+// Run moves the bytes and samples the streams until the test ends, and
+// returns the first stream's error.
+func (e *End) Run(ctx context.Context) error { return e.run(ctx) }
+
+// Stop ends the senders' writing: the test's end has come.
+func (e *End) Stop() { e.stop() }
+
+// Abort stops the test at once: the receivers stop reading too.
+func (e *End) Abort() { e.abort() }
+
+// TellEnd notes that this end has told its peer the test is over.
+func (e *End) TellEnd() { e.tellEnd() }
+
+// FinishReceivers ends the receivers' reads now.
+func (e *End) FinishReceivers() { e.finishReceivers() }
+
+// DrainReceivers lets the receivers read what is still on its way for d
+// more at most.
+func (e *End) DrainReceivers(d time.Duration) { e.drainReceivers(d) }
+
+// AwaitCounts waits, while the receivers read on, until each receiving
+// stream (indexed as Streams) has read what want says its peer sent, no
+// byte arriving for stall, or the time is by.
+func (e *End) AwaitCounts(ctx context.Context, want []model.Opt[int64], stall time.Duration, by time.Time) {
+	e.awaitCounts(ctx, want, stall, by)
+}
+
+// Streams are the end's streams.
+func (e *End) Streams() []*Stream { return e.streams }
+
+// Report is the end's report of the test, stamped with version.
+func (e *End) Report(version string) model.EndReport { return e.report(version) }
+
+// NewRun starts the record of a test against addr, stamped now.
+func (c *Client) NewRun(addr string, cfg model.TestConfig) *model.Run { return c.newRun(addr, cfg) }
+
+// Dial opens a TCP connection to addr: with cfg nil a control connection,
+// else a data connection for role, the test's socket options set before
+// connect (where the MSS clamp and the receive buffer must be). Its
+// errors are coded Errors with hints.
+func (c *Client) Dial(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role) (*net.TCPConn, error) {
+	nc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
+	if err != nil {
+		return nil, classifyDial(err, addr)
+	}
+	return nc.(*net.TCPConn), nil
+}
+
+// DialUDP opens one UDP stream to addr for role: it sends hello until the
+// server answers with a datagram accept takes, or the handshake times
+// out.
+func (c *Client) DialUDP(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role, hello []byte, accept func([]byte) bool) (*net.UDPConn, error) {
+	return c.dialUDP(ctx, addr, cfg, role, hello, accept)
+}
