@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"time"
 
@@ -106,9 +105,7 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 		res.Host.Sysctls["net.ipv4.tcp_wmem"], res.Host.Sysctls["net.ipv4.tcp_congestion_control"])
 
 	// 2. The path.
-	var d net.Dialer
-	d.Timeout = 10 * time.Second
-	res.Path, err = probe.Path(ctx, d.DialContext, "tcp", addr, 5)
+	res.Path, err = probe.Path(ctx, nil, "tcp", addr, 5)
 	if err != nil {
 		return perf.ClassifyDial(unwrapProbe(err), addr)
 	}
@@ -118,7 +115,7 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	// 3. The tests. A test that breaks off still has a run: what it
 	// measured is the diagnosis of why it broke (a path-MTU black hole
 	// stalls every test), so it is kept and the next test runs.
-	client := &perf.Client{Version: Version, Network: "tcp"}
+	client := &perf.Client{Version: Version, Network: "tcp", SetupWarnings: diagnose.BufferWarnings}
 	var testErr error
 	var measured model.Bitrate
 	for _, reverse := range dirs {

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -187,117 +184,60 @@ func serverAuth(f *serverFlags) (*token.Verifier, *i3auth.Authenticator, error) 
 	return v, &i3auth.Authenticator{Key: key, UsersFile: f.usersFile, Skew: time.Duration(f.skew) * time.Second, PKCS1: f.pkcs1}, nil
 }
 
-// serverTLS loads --tls-cert and --tls-key, and says the certificate's
-// pin for clients to pin it by.
-func serverTLS(f *serverFlags) (*tls.Config, string, error) {
+// serverTLS loads --tls-cert and --tls-key into srv, and says the
+// certificate's pin for clients to pin it by ("" without TLS).
+func serverTLS(srv *perf.Server, f *serverFlags) (string, error) {
 	if f.tlsCert == "" && f.tlsKey == "" {
-		return nil, "", nil
+		return "", nil
 	}
 	if f.tlsCert == "" || f.tlsKey == "" {
-		return nil, "", usagef("give both, the certificate and its key", "--tls-cert and --tls-key go together")
+		return "", usagef("give both, the certificate and its key", "--tls-cert and --tls-key go together")
 	}
-	cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+	cfg, pin, err := perf.LoadServerTLS(f.tlsCert, f.tlsKey)
 	if err != nil {
-		return nil, "", usagef("PEM files of a certificate and its private key", "load --tls-cert and --tls-key: %v", err)
+		return "", usagef("PEM files of a certificate and its private key", "load --tls-cert and --tls-key: %v", err)
 	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		return nil, "", usagef("a PEM certificate", "parse --tls-cert: %v", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, perf.CertPin(leaf), nil
+	srv.TLS = cfg
+	return pin, nil
 }
 
-func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
+// listenAddr is --listen with iperf3's -p and -B applied.
+func listenAddr(f *serverFlags) (string, error) {
+	if f.port == 0 && f.bind == "" {
+		return f.listen, nil
+	}
+	host, port, err := net.SplitHostPort(f.listen)
+	if err != nil {
+		return "", usagef("--listen takes HOST:PORT, e.g. :5201 or [::1]:5201", "bad --listen %q", f.listen)
+	}
+	if f.port != 0 {
+		if f.port < 1 || f.port > 65535 {
+			return "", usagef("a port is 1 to 65535", "bad --port %d", f.port)
+		}
+		port = fmt.Sprint(f.port)
+	}
+	if f.bind != "" {
+		host = f.bind
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// newServer is the server the flags describe, stock iperf3 clients
+// served on its port, and its TLS pin ("" without TLS).
+func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.Server, *iperf3.Handler, string, error) {
 	policy, err := serverPolicy(cmd, f)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
 	tokens, iperf3Auth, err := serverAuth(f)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
-	tlsConfig, pin, err := serverTLS(f)
+	srv := &perf.Server{Policy: &policy, Tokens: tokens, Version: Version, Logger: logger}
+	pin, err := serverTLS(srv, f)
 	if err != nil {
-		return err
+		return nil, nil, "", err
 	}
-	if f.check {
-		policy.Format(stdout)
-		fmt.Fprintln(stdout)
-		switch {
-		case tokens != nil:
-			fmt.Fprintf(stdout, "access     tokens required (%d keys; audience %q, issuer %q, at most %v)\n",
-				len(tokens.Keys), tokens.Audience, tokens.Issuer, tokens.MaxLifetime)
-		default:
-			fmt.Fprintln(stdout, "access     anyone (no --require-token)")
-		}
-		switch {
-		case iperf3Auth != nil:
-			fmt.Fprintf(stdout, "iperf3     users of %s (PKCS #1 v1.5 padding %s)\n", iperf3Auth.UsersFile, map[bool]string{true: "accepted", false: "refused"}[iperf3Auth.PKCS1])
-		case tokens != nil:
-			fmt.Fprintln(stdout, "iperf3     refused: tokens are required and no iperf3 authentication is set")
-		default:
-			fmt.Fprintln(stdout, "iperf3     anyone")
-		}
-		if tlsConfig != nil {
-			fmt.Fprintf(stdout, "tls        control connections over TLS only; pin %s\n", pin)
-		} else {
-			fmt.Fprintln(stdout, "tls        off: control connections in clear")
-		}
-		return nil
-	}
-	level := slog.LevelInfo
-	if f.debug {
-		level = slog.LevelDebug
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler = slog.NewTextHandler(stderr, opts)
-	if f.jsonLog {
-		h = slog.NewJSONHandler(stderr, opts)
-	}
-	if f.port != 0 || f.bind != "" {
-		host, port, err := net.SplitHostPort(f.listen)
-		if err != nil {
-			return usagef("--listen takes HOST:PORT, e.g. :5201 or [::1]:5201", "bad --listen %q", f.listen)
-		}
-		if f.port != 0 {
-			if f.port < 1 || f.port > 65535 {
-				return usagef("a port is 1 to 65535", "bad --port %d", f.port)
-			}
-			port = fmt.Sprint(f.port)
-		}
-		if f.bind != "" {
-			host = f.bind
-		}
-		f.listen = net.JoinHostPort(host, port)
-	}
-	ctx := cmd.Context()
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", f.listen, err)
-	}
-	logger := slog.New(h)
-	// With --json-log every line is JSON, the first and the last too:
-	// a log shipper takes them as they come.
-	if f.jsonLog {
-		logger.Info("server listening", "version", Version, "address", ln.Addr().String(), "limits", policy.Source,
-			"classes", len(policy.Classes), "max_tests", policy.Server.MaxTests)
-	} else if len(policy.Classes) == 0 {
-		d := policy.Default
-		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %d per client address, %v each, %d streams)\n",
-			Version, ln.Addr(), policy.Server.MaxTests, d.MaxTestsPerAddr, d.MaxDuration, d.MaxStreams)
-	} else {
-		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
-			Version, ln.Addr(), policy.Server.MaxTests, policy.Source, len(policy.Classes))
-	}
-	if pin != "" {
-		if f.jsonLog {
-			logger.Info("tls", "certificate_pin", pin)
-		} else {
-			fmt.Fprintf(stdout, "TLS for control connections; clients may pin this certificate with --tls-pin %s\n", pin)
-		}
-	}
-	srv := &perf.Server{Policy: &policy, Tokens: tokens, TLS: tlsConfig, Version: Version, Logger: logger}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
 	srv.OnTest = func(rec perf.TestRecord) {
@@ -312,17 +252,106 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	}
 	// Stock iperf3 clients on the same port; those that ask for the
 	// server's output get the server end's diagnosis in it.
-	srv.Handle(&iperf3.Handler{Auth: iperf3Auth, OutputJSON: f.jsonLog, Explain: func(cfg model.TestConfig, rep model.EndReport) []string {
+	i3 := &iperf3.Handler{Auth: iperf3Auth, OutputJSON: f.jsonLog, Explain: func(cfg model.TestConfig, rep model.EndReport) []string {
 		var out []string
 		for _, fd := range diagnose.ServerEnd(cfg, rep) {
 			out = append(out, fmt.Sprintf("%s: %s", fd.ID, fd.Summary))
 		}
 		return out
-	}})
+	}}
+	srv.Handle(i3)
+	return srv, i3, pin, nil
+}
+
+// printCheck is --check: the policy and who may test.
+func printCheck(w io.Writer, srv *perf.Server, i3 *iperf3.Handler) {
+	srv.Policy.Format(w)
+	fmt.Fprintln(w)
+	tokens, auth := srv.Tokens, i3.Auth
+	switch {
+	case tokens != nil:
+		fmt.Fprintf(w, "access     tokens required (%d keys; audience %q, issuer %q, at most %v)\n",
+			len(tokens.Keys), tokens.Audience, tokens.Issuer, tokens.MaxLifetime)
+	default:
+		fmt.Fprintln(w, "access     anyone (no --require-token)")
+	}
+	switch {
+	case auth != nil:
+		fmt.Fprintf(w, "iperf3     users of %s (PKCS #1 v1.5 padding %s)\n", auth.UsersFile, map[bool]string{true: "accepted", false: "refused"}[auth.PKCS1])
+	case tokens != nil:
+		fmt.Fprintln(w, "iperf3     refused: tokens are required and no iperf3 authentication is set")
+	default:
+		fmt.Fprintln(w, "iperf3     anyone")
+	}
+}
+
+// serverLogger logs as the flags say: text or JSON lines, debug or not.
+func serverLogger(f *serverFlags, stderr io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if f.debug {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if f.jsonLog {
+		return slog.New(slog.NewJSONHandler(stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(stderr, opts))
+}
+
+// announce says where the server listens and under which limits. With
+// --json-log every line is JSON, the first and the last too: a log
+// shipper takes them as they come.
+func announce(stdout io.Writer, logger *slog.Logger, f *serverFlags, srv *perf.Server, addr, pin string) {
+	policy := srv.Policy
+	switch {
+	case f.jsonLog:
+		logger.Info("server listening", "version", Version, "address", addr, "limits", policy.Source,
+			"classes", len(policy.Classes), "max_tests", policy.Server.MaxTests)
+	case len(policy.Classes) == 0:
+		d := policy.Default
+		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests, %d per client address, %v each, %d streams)\n",
+			Version, addr, policy.Server.MaxTests, d.MaxTestsPerAddr, d.MaxDuration, d.MaxStreams)
+	default:
+		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
+			Version, addr, policy.Server.MaxTests, policy.Source, len(policy.Classes))
+	}
+	switch {
+	case pin == "":
+	case f.jsonLog:
+		logger.Info("tls", "certificate_pin", pin)
+	default:
+		fmt.Fprintf(stdout, "TLS for control connections; clients may pin this certificate with --tls-pin %s\n", pin)
+	}
+}
+
+func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
+	logger := serverLogger(f, stderr)
+	srv, i3, pin, err := newServer(cmd, f, logger)
+	if err != nil {
+		return err
+	}
+	if f.check {
+		printCheck(stdout, srv, i3)
+		if srv.TLS != nil {
+			fmt.Fprintf(stdout, "tls        control connections over TLS only; pin %s\n", pin)
+		} else {
+			fmt.Fprintln(stdout, "tls        off: control connections in clear")
+		}
+		return nil
+	}
+	addr, err := listenAddr(f)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(cmd.Context())
+	defer stop()
+	ln, err := perf.Listen(ctx, addr)
+	if err != nil {
+		return err
+	}
+	announce(stdout, logger, f, srv, ln.Addr().String(), pin)
 	// Lame duck (SIGUSR1, or POST /lameduck): admit nothing new, and
 	// stop once the running tests have finished.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	lameDuck := func() {
 		idle := srv.LameDuck()
 		go func() {
@@ -344,25 +373,16 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		}
 	}()
 	if f.health != "" {
-		hln, err := lc.Listen(ctx, "tcp", f.health)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("listen on %s for --health: %w", f.health, err)
-		}
 		status := func() health.Status {
 			st := srv.Status()
 			return health.Status{Draining: st.Draining, Running: st.Running, Streams: st.Streams}
 		}
-		hs := &http.Server{Handler: health.Handler(status, lameDuck), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(hln) }()
-		defer func() {
-			// Shutdown, not Close: the POST /lameduck that ended an idle
-			// server still gets its answer (Close cut it: an EOF under
-			// the race detector's timing).
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = hs.Shutdown(sctx)
-		}()
+		hs, err := health.Start(ctx, f.health, status, lameDuck)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--health: %w", err)
+		}
+		defer hs.Close()
 	}
 	err = srv.Serve(ctx, ln)
 	if f.jsonLog {

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -250,15 +248,13 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	if err := perf.Normalize(&f.cfg); err != nil {
 		return nil, false, err
 	}
-	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token}
+	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}
-	tlsConfig, err := clientTLS(f)
-	if err != nil {
+	if err := clientTLS(client, f); err != nil {
 		return nil, false, err
 	}
-	client.TLS = tlsConfig
 	if f.ipv4 {
 		client.Network = "tcp4"
 	}
@@ -266,11 +262,11 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		client.Network = "tcp6"
 	}
 	if f.bind != "" {
-		ip := net.ParseIP(f.bind)
-		if ip == nil {
+		ip, err := netip.ParseAddr(f.bind)
+		if err != nil {
 			return nil, false, usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
 		}
-		client.LocalAddr = &net.TCPAddr{IP: ip}
+		client.Bind = ip
 	}
 	type ender interface {
 		End(*model.Run) error
@@ -347,31 +343,28 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	return run, true, nil
 }
 
-// clientTLS is the control connection's TLS configuration from the
-// flags, or nil for plain TCP.
-func clientTLS(f *testFlags) (*tls.Config, error) {
+// clientTLS sets the control connection's TLS configuration from the
+// flags; without them the client speaks plain TCP.
+func clientTLS(client *perf.Client, f *testFlags) error {
+	var err error
 	switch {
 	case f.tlsPin != "":
 		if f.tlsCA != "" {
-			return nil, usagef("a pin trusts one certificate, whoever signed it: drop --tls-ca", "--tls-pin and --tls-ca together")
+			return usagef("a pin trusts one certificate, whoever signed it: drop --tls-ca", "--tls-pin and --tls-ca together")
 		}
-		cfg, err := perf.PinnedTLS(f.tlsPin)
-		if err != nil {
-			return nil, usagef("copy the pin the server prints at start", "%v", err)
+		if client.TLS, err = perf.PinnedTLS(f.tlsPin); err != nil {
+			return usagef("copy the pin the server prints at start", "%v", err)
 		}
-		return cfg, nil
 	case f.tlsCA != "":
 		pem, err := os.ReadFile(f.tlsCA)
 		if err != nil {
-			return nil, usagef("give a readable CA certificate (PEM)", "read --tls-ca: %v", err)
+			return usagef("give a readable CA certificate (PEM)", "read --tls-ca: %v", err)
 		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, usagef("a PEM file of CA certificates", "--tls-ca %s has no certificate", f.tlsCA)
+		if client.TLS, err = perf.RootsTLS(pem); err != nil {
+			return usagef("a PEM file of CA certificates", "--tls-ca %s has no certificate", f.tlsCA)
 		}
-		return &tls.Config{RootCAs: roots}, nil
 	case f.tls:
-		return &tls.Config{}, nil
+		client.TLS, _ = perf.RootsTLS(nil)
 	}
-	return nil, nil
+	return nil
 }

@@ -10,9 +10,12 @@
 package health
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"time"
 )
 
 // Status is what the endpoint reports.
@@ -63,4 +66,32 @@ func fromLoopback(r *http.Request) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Endpoint is the health endpoint serving on its own listener.
+type Endpoint struct {
+	srv *http.Server
+}
+
+// Start listens on addr and serves the endpoint until Close. Listening
+// fails here, at once, so that a server with a wrong --health address
+// does not start.
+func Start(ctx context.Context, addr string, status func() Status, lameDuck func()) (*Endpoint, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	e := &Endpoint{srv: &http.Server{Handler: Handler(status, lameDuck), ReadHeaderTimeout: 5 * time.Second}}
+	go func() { _ = e.srv.Serve(ln) }()
+	return e, nil
+}
+
+// Close stops the endpoint gracefully, within 2 s: the POST /lameduck
+// that ended an idle server still gets its answer (closing at once cut
+// it off, an EOF under the race detector's timing).
+func (e *Endpoint) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = e.srv.Shutdown(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"syscall"
@@ -373,7 +374,7 @@ func TestHelloHoardingHoldsFewSlots(t *testing.T) {
 	if held > DefaultLimits.MaxTestsPerAddr {
 		t.Errorf("one address holds %d slots, over the limit of %d", held, DefaultLimits.MaxTestsPerAddr)
 	}
-	other := &Client{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	other := &Client{Bind: netip.MustParseAddr("127.0.0.2")}
 	run, err := other.Run(context.Background(), addr, quick(model.TestConfig{}))
 	if err != nil {
 		t.Fatalf("a client at another address, beside %d hoarded slots: %v", held, err)
@@ -413,7 +414,7 @@ func TestIdleConnectionsPerAddress(t *testing.T) {
 	if n := srv.Refusals()["pending-per-address"]; n != int64(want) {
 		t.Errorf("%d refusals counted, want %d", n, want)
 	}
-	other := &Client{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	other := &Client{Bind: netip.MustParseAddr("127.0.0.2")}
 	run, err := other.Run(context.Background(), addr, quick(model.TestConfig{}))
 	if err != nil {
 		t.Fatalf("a client at another address, beside %d idle connections: %v", idle, err)

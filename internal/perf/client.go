@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -31,8 +32,14 @@ type Client struct {
 	Version string
 	// Network is "tcp", "tcp4" or "tcp6".
 	Network string
-	// LocalAddr binds the client's sockets (--bind); nil lets the kernel choose.
-	LocalAddr *net.TCPAddr
+	// Bind is the local address of the client's sockets (--bind); the
+	// zero value lets the kernel choose.
+	Bind netip.Addr
+	// SetupWarnings, when set, is asked about both ends' socket setups
+	// once they are known, before Observer.Begin; what it says joins the
+	// run's warnings. (The engine measures; what a setup means, and how
+	// to fix it, is diagnose's: cli plugs in diagnose.BufferWarnings.)
+	SetupWarnings func(cfg *model.TestConfig, streams []model.StreamInfo) []string
 	// ConnectTimeout bounds each connection attempt (default 10 s).
 	ConnectTimeout time.Duration
 	Observer       Observer
@@ -100,7 +107,9 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 			run.Streams[i].ServerAddr = m.Started.Addrs[i]
 		}
 	}
-	run.Warnings = bufferWarnings(&cfg, run.Streams)
+	if c.SetupWarnings != nil {
+		run.Warnings = c.SetupWarnings(&cfg, run.Streams)
+	}
 	if w.RateCap > 0 {
 		run.ServerRateCap = w.RateCap
 		run.Warnings = append(run.Warnings, fmt.Sprintf("the server holds this test to %v, all streams together (its limits for your address): the rate measured is at most that, whatever the path carries", w.RateCap))
@@ -349,8 +358,8 @@ func (c *Client) dialer(cfg *model.TestConfig, role model.Role) *net.Dialer {
 		timeout = 10 * time.Second
 	}
 	d := &net.Dialer{Timeout: timeout, KeepAlive: -1}
-	if c.LocalAddr != nil {
-		d.LocalAddr = c.LocalAddr
+	if c.Bind.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(c.Bind, 0))
 	}
 	if cfg != nil {
 		d.Control = tcpinfo.DialControl(socketOptions(cfg, role))

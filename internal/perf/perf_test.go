@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -241,18 +242,6 @@ func TestWindowGrant(t *testing.T) {
 	}
 	if len(run.Warnings) != 0 {
 		t.Fatalf("unexpected warnings %v", run.Warnings)
-	}
-}
-
-func TestBufferWarnings(t *testing.T) {
-	cfg := model.TestConfig{Window: 4 * model.MiB}
-	streams := []model.StreamInfo{{
-		Client: &model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 416 * model.KiB},
-		Server: &model.SocketSetup{SndBuf: 8 * model.MiB, RcvBuf: 8 * model.MiB},
-	}}
-	w := bufferWarnings(&cfg, streams)
-	if len(w) != 1 || !strings.Contains(w[0], "net.core.rmem_max") || !strings.Contains(w[0], "client") || !strings.Contains(w[0], "=4194304") {
-		t.Fatalf("warnings %q", w)
 	}
 }
 
@@ -577,7 +566,7 @@ func boolByte(b bool) byte {
 
 func TestSocketOptions(t *testing.T) {
 	addr, _ := startServer(t, Limits{})
-	c := &Client{Network: "tcp4", LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}
+	c := &Client{Network: "tcp4", Bind: netip.MustParseAddr("127.0.0.1")}
 	run, err := c.Run(context.Background(), addr, quick(model.TestConfig{MSS: 1000, Congestion: "reno", NoDelay: true, Bidir: true}))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func servePolicy(t *testing.T, src string) string {
 
 // from is a client whose sockets leave from ip (on loopback).
 func from(ip string) *Client {
-	return &Client{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &Client{Bind: netip.MustParseAddr(ip)}
 }
 
 func TestPolicyDenyClosesAtOnce(t *testing.T) {

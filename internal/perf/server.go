@@ -177,6 +177,17 @@ type serverTest struct {
 	keys [][]byte
 }
 
+// Listen opens the TCP listener a server serves on: addr as net.Listen
+// takes it (":5201", "[::1]:5201"), the error naming it.
+func Listen(ctx context.Context, addr string) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
 // Serve accepts connections until ctx ends, then stops the running tests
 // (their clients are told and get their results) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {

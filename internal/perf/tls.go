@@ -61,6 +61,34 @@ func (s *Server) serveTLS(ctx context.Context, c *net.TCPConn, head []byte, admi
 	s.control(ctx, tc, admitted)
 }
 
+// LoadServerTLS reads a certificate and its private key (PEM files) as
+// the server's TLS configuration, TLS 1.3 only, and returns the
+// certificate's pin for clients to pin it by.
+func LoadServerTLS(certFile, keyFile string) (*tls.Config, string, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, "", err // tls names the file and what is wrong with it
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return nil, "", fmt.Errorf("parse certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, CertPin(leaf), nil
+}
+
+// RootsTLS is a client TLS configuration that trusts the CA certificates
+// in pem; with pem nil, the system's roots.
+func RootsTLS(pem []byte) (*tls.Config, error) {
+	if pem == nil {
+		return &tls.Config{}, nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, errors.New("no PEM certificate found")
+	}
+	return &tls.Config{RootCAs: roots}, nil
+}
+
 // CertPin is a certificate's pin as a client gives it (--tls-pin):
 // "sha256/" and the base64 of the SHA-256 of its public key
 // (SubjectPublicKeyInfo), as HTTP public key pinning wrote them. It

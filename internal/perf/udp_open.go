@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"syscall"
 	"time"
@@ -43,8 +44,8 @@ func udpNetwork(tcpNetwork string) string {
 // answers with a datagram accept takes, or the handshake times out.
 func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role, hello []byte, accept func([]byte) bool) (*net.UDPConn, error) {
 	d := c.dialer(nil, "")
-	if c.LocalAddr != nil {
-		d.LocalAddr = &net.UDPAddr{IP: c.LocalAddr.IP, Zone: c.LocalAddr.Zone}
+	if c.Bind.IsValid() {
+		d.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(c.Bind, 0))
 	}
 	d.Control = tcpinfo.DialControl(socketOptions(cfg, role))
 	nc, err := d.DialContext(ctx, udpNetwork(c.Network), addr)

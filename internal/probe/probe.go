@@ -17,14 +17,24 @@ import (
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
+// DialTimeout bounds each handshake of a Path with the default dialer: a
+// path that drops everything fails in this time, not the kernel's two
+// minutes of SYN retries.
+const DialTimeout = 10 * time.Second
+
 // Dialer opens one TCP connection.
 type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Path times n handshakes to addr (at least 1) and reads the MSS and path
-// MTU of the last connection. The connections close at once; a tcpscope
+// MTU of the last connection. A nil dial connects plainly, each attempt
+// bounded by DialTimeout. The connections close at once; a tcpscope
 // or iperf3 server takes that as a client that went away.
 func Path(ctx context.Context, dial Dialer, network, addr string, n int) (model.PathFacts, error) {
 	f := model.PathFacts{Addr: addr}
+	if dial == nil {
+		d := net.Dialer{Timeout: DialTimeout}
+		dial = d.DialContext
+	}
 	var rtts []time.Duration
 	for i := range max(n, 1) {
 		start := time.Now()

@@ -1,4 +1,4 @@
-package perf
+package diagnose
 
 import (
 	"fmt"
@@ -6,11 +6,14 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// bufferWarnings says when a kernel granted less buffer than -w asked for:
-// less than model.SockBufFor the request, as the kernel clamped the
-// request at net.core.wmem_max/rmem_max (to model.SockBufData of what it
-// granted).
-func bufferWarnings(cfg *model.TestConfig, streams []model.StreamInfo) []string {
+// BufferWarnings says, as soon as both ends' sockets are set up, where a
+// kernel granted less buffer than -w asked for: less than
+// model.SockBufFor the request, because it clamped the request at
+// net.core.wmem_max or rmem_max (to model.SockBufData of what it
+// granted). Each warning names the sysctl and the value that fixes it.
+// A test client shows them before the test's first line (perf.Client's
+// SetupWarnings).
+func BufferWarnings(cfg *model.TestConfig, streams []model.StreamInfo) []string {
 	if cfg.Window == 0 || len(streams) == 0 {
 		return nil
 	}
