@@ -200,31 +200,61 @@ func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 // failed test; that it leaves to runTest, with the run when there is one.
 // printed says the output, whatever its form, is out.
 func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) (run *model.Run, printed bool, err error) {
+	format, err := checkTestFlags(f)
+	if err != nil {
+		return nil, false, err
+	}
+	addr, err := hostPort(target, f.port)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := testConfig(cmd, f); err != nil {
+		return nil, false, err
+	}
+	client, err := newTestClient(f)
+	if err != nil {
+		return nil, false, err
+	}
+	pr := newPresenter(f, format, stdout)
+	client.Observer = pr.observer
+	ctx := cmd.Context()
+	run, runErr := testWith(f, client)(ctx, addr, f.cfg)
+	if run == nil {
+		return nil, false, pr.noRun(ctx, runErr, stderr)
+	}
+	if !f.noDiagnose {
+		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
+	}
+	return pr.end(ctx, run, runErr)
+}
+
+// checkTestFlags refuses flags that contradict each other and returns
+// the rate format of the text output.
+func checkTestFlags(f *testFlags) (model.RateFormat, error) {
 	iperf3JSON := f.format == iperf3JSONFormat
 	rateFormat := f.format
 	if iperf3JSON {
 		rateFormat = "a"
 	}
 	format, err := model.ParseRateFormat(rateFormat)
-	if err != nil {
-		return nil, false, usagef("-f a, m or g (or iperf3-json)", "%v", err)
+	switch {
+	case err != nil:
+		return format, usagef("-f a, m or g (or iperf3-json)", "%v", err)
+	case iperf3JSON && (f.json || f.jsonStream):
+		return format, usagef("choose one", "--format iperf3-json with --json or --json-stream")
+	case f.json && f.jsonStream:
+		return format, usagef("choose one", "--json and --json-stream together")
+	case f.ipv4 && f.ipv6:
+		return format, usagef("choose one", "-4 and -6 together")
+	case f.cfg.Parallel < 1 || f.cfg.Parallel > perf.MaxParallel:
+		return format, usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
 	}
-	if iperf3JSON && (f.json || f.jsonStream) {
-		return nil, false, usagef("choose one", "--format iperf3-json with --json or --json-stream")
-	}
-	if f.json && f.jsonStream {
-		return nil, false, usagef("choose one", "--json and --json-stream together")
-	}
-	if f.ipv4 && f.ipv6 {
-		return nil, false, usagef("choose one", "-4 and -6 together")
-	}
-	if f.cfg.Parallel < 1 || f.cfg.Parallel > perf.MaxParallel {
-		return nil, false, usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
-	}
-	addr, err := hostPort(target, f.port)
-	if err != nil {
-		return nil, false, err
-	}
+	return format, nil
+}
+
+// testConfig completes the test's configuration from the flags that
+// shape it (-u, -k) and normalizes it.
+func testConfig(cmd *cobra.Command, f *testFlags) error {
 	if f.udp {
 		f.cfg.Protocol = model.UDP
 		if !cmd.Flags().Changed("bitrate") {
@@ -233,7 +263,7 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	}
 	if f.blocks > 0 {
 		if f.cfg.Bytes > 0 {
-			return nil, false, usagef("use -n or -k", "both a byte count and a block count given")
+			return usagef("use -n or -k", "both a byte count and a block count given")
 		}
 		if f.cfg.Length == 0 {
 			// iperf3's blocks: an iperf3 user's -k 400 is 400 blocks
@@ -245,15 +275,18 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		}
 		f.cfg.Bytes = f.blocks * f.cfg.Length
 	}
-	if err := perf.Normalize(&f.cfg); err != nil {
-		return nil, false, err
-	}
+	return perf.Normalize(&f.cfg)
+}
+
+// newTestClient is the client the flags describe: network, local
+// address, access token and TLS.
+func newTestClient(f *testFlags) (*perf.Client, error) {
 	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}
 	if err := clientTLS(client, f); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if f.ipv4 {
 		client.Network = "tcp4"
@@ -264,80 +297,98 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	if f.bind != "" {
 		ip, err := netip.ParseAddr(f.bind)
 		if err != nil {
-			return nil, false, usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
+			return nil, usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
 		}
 		client.Bind = ip
 	}
-	type ender interface {
-		End(*model.Run) error
-	}
-	var out ender
-	var stream *report.Stream
-	switch {
-	case f.jsonStream:
-		stream = report.NewStream(stdout)
-		client.Observer, out = stream, stream
-	case f.json, iperf3JSON:
-	default:
-		text := report.NewText(stdout, format, f.verbose)
-		client.Observer, out = text, text
-	}
-	ctx := cmd.Context()
+	return client, nil
+}
+
+// testWith is how the test runs: iperf3's protocol with --iperf3, or
+// tcpscope's, falling back to iperf3's when the server is a stock iperf3.
+func testWith(f *testFlags, client *perf.Client) func(context.Context, string, model.TestConfig) (*model.Run, error) {
 	i3 := &iperf3.Client{Native: client, ServerOutput: f.srvOutput, Blocks: int64(f.blocks)}
-	runTest := func(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
+	if f.iperf3 {
+		return i3.Run
+	}
+	return func(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
 		run, err := client.Run(ctx, addr, cfg)
 		if errors.Is(err, perf.ErrIperf3Server) {
-			// The server is a stock iperf3: test with its protocol.
 			return i3.Fallback(ctx, addr, cfg)
 		}
 		return run, err
 	}
-	if f.iperf3 {
-		runTest = i3.Run
+}
+
+// presenter writes a test's output in the form the flags chose: text or
+// JSON lines as it runs (observer), or one document at the end.
+type presenter struct {
+	observer   perf.Observer
+	out        interface{ End(*model.Run) error } // text or JSON lines; nil: a document
+	stream     *report.Stream
+	iperf3JSON bool
+	w          io.Writer
+}
+
+func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter {
+	p := &presenter{iperf3JSON: f.format == iperf3JSONFormat, w: w}
+	switch {
+	case f.jsonStream:
+		p.stream = report.NewStream(w)
+		p.observer, p.out = p.stream, p.stream
+	case f.json, p.iperf3JSON:
+	default:
+		text := report.NewText(w, format, f.verbose)
+		p.observer, p.out = text, text
 	}
-	run, runErr := runTest(ctx, addr, f.cfg)
-	if run == nil && ctx.Err() != nil {
-		if stream != nil {
-			_ = stream.Fail("interrupted", "interrupted before the test started", "")
+	return p
+}
+
+// fail ends a JSON-lines output with the error.
+func (p *presenter) fail(err error) {
+	if p.stream != nil {
+		_ = p.stream.Fail(string(perf.CodeOf(err)), err.Error(), perf.HintOf(err))
+	}
+}
+
+// noRun is the outcome of a test that produced no run.
+func (p *presenter) noRun(ctx context.Context, err error, stderr io.Writer) error {
+	if ctx.Err() != nil {
+		if p.stream != nil {
+			_ = p.stream.Fail("interrupted", "interrupted before the test started", "")
 		}
 		fmt.Fprintln(stderr, "tcpscope: interrupted before the test started")
-		return nil, false, &exitError{code: ExitInterrupted}
+		return &exitError{code: ExitInterrupted}
 	}
-	if run == nil {
-		if stream != nil {
-			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))
-		}
-		return nil, false, runErr
-	}
-	if !f.noDiagnose {
-		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
-	}
+	p.fail(err)
+	return err
+}
+
+// end writes the run and says how the command ends.
+func (p *presenter) end(ctx context.Context, run *model.Run, runErr error) (*model.Run, bool, error) {
 	interrupted := run.Ended == "interrupted" || ctx.Err() != nil
 	var werr error
 	switch {
-	case out != nil:
-		werr = out.End(run)
-	case iperf3JSON && runErr != nil:
+	case p.out != nil:
+		werr = p.out.End(run)
+	case p.iperf3JSON && runErr != nil:
 		// runTest prints it, with the error.
-	case iperf3JSON && interrupted:
+	case p.iperf3JSON && interrupted:
 		// As iperf3 -J when interrupted: the results so far, and an
 		// error saying why they end early.
-		werr = iperf3.WriteJSONError(stdout, run, "interrupted: the test stopped early; the results so far are complete")
-	case iperf3JSON:
-		werr = iperf3.WriteJSON(stdout, run)
+		werr = iperf3.WriteJSONError(p.w, run, "interrupted: the test stopped early; the results so far are complete")
+	case p.iperf3JSON:
+		werr = iperf3.WriteJSON(p.w, run)
 	default:
-		werr = report.WriteJSON(stdout, run)
+		werr = report.WriteJSON(p.w, run)
 	}
-	if runErr != nil {
-		if stream != nil {
-			_ = stream.Fail(string(perf.CodeOf(runErr)), runErr.Error(), perf.HintOf(runErr))
-		}
-		return run, !iperf3JSON, runErr
-	}
-	if werr != nil {
+	switch {
+	case runErr != nil:
+		p.fail(runErr)
+		return run, !p.iperf3JSON, runErr
+	case werr != nil:
 		return run, true, werr
-	}
-	if interrupted {
+	case interrupted:
 		return run, true, &exitError{code: ExitInterrupted}
 	}
 	return run, true, nil
