@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/sockdiag/inetdiag"
 )
 
 // The kernel takes the split bytecode, and its parts, dumped one after
@@ -57,9 +58,9 @@ func TestSplitDumpLoopback(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = c.links[0].dump(unix.AF_INET, f.statesOrDefault(), extInfo, bc, func(b []byte) error {
-			m, err := parseMsg(b)
-			got = append(got, m.cookie)
+		err = c.links[0].dump(unix.AF_INET, f.statesOrDefault(), inetdiag.ExtInfo, bc, func(b []byte) error {
+			m, err := inetdiag.ParseMsg(b)
+			got = append(got, m.Cookie)
 			return err
 		})
 		if err != nil {
