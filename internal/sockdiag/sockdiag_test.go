@@ -32,6 +32,10 @@ func TestParse(t *testing.T) {
 	if f, _ := Parse(""); f.statesOrDefault()&(1<<10) != 0 || f.statesOrDefault()&(1<<1) == 0 {
 		t.Error("the default states include listen or lack established")
 	}
+	// Every state, TCP_ESTABLISHED (1) to TCP_CLOSING (11), as ss's "all".
+	if f, _ := Parse("state all"); f.States != 0xffe {
+		t.Errorf("state all: mask %#x, want %#x", f.States, 0xffe)
+	}
 	for in, want := range map[string]string{
 		"dport":             "needs a value",
 		"dport 0":           "want 1 to 65535",
