@@ -93,7 +93,6 @@ func TestListMatchesDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(50 * time.Millisecond)
 	port := netip.MustParseAddrPort(client.LocalAddr().String()).Port()
 	peer := netip.MustParseAddrPort(client.RemoteAddr().String()).Port()
 	f, _ := Parse("src 127.0.0.1 dport " + itoa(port) + " sport " + itoa(peer))
