@@ -113,7 +113,7 @@ func (d *Decoder) Socket(b []byte, s *model.Socket) error {
 	s.Cookie, s.UID, s.Inode = m.Cookie, m.UID, m.Inode
 	if len(m.Info) > 0 {
 		if s.TCP, err = tcpinfo.Decode(m.Info); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
 	s.TCP.State = m.State
@@ -122,7 +122,7 @@ func (d *Decoder) Socket(b []byte, s *model.Socket) error {
 	}
 	if len(m.BBR) > 0 && s.TCP.Congestion == "bbr" {
 		if s.TCP.BBR, err = tcpinfo.DecodeBBR(m.BBR); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
 	// For a listener the queues mean the accept backlog; for the rest
@@ -145,7 +145,7 @@ func (d *Decoder) Brief(b []byte, s *model.SocketBrief) error {
 	s.Cookie, s.Inode = m.Cookie, m.Inode
 	if len(m.Info) > 0 {
 		if s.TCP, err = tcpinfo.DecodeBrief(m.Info); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 	}
 	s.TCP.State = m.State

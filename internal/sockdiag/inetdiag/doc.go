@@ -6,23 +6,26 @@
 //
 // A request (Request, AppendRequest) is one netlink message holding a
 // struct inet_diag_req_v2: a dump of one address family's sockets in the
-// states asked for, filtered by optional inet_diag bytecode, or a lookup
-// of one socket by its addresses and cookie. Its replies come in batches,
-// one batch a read: Batch walks one batch's netlink messages, skips those
-// of other requests (by sequence number), hands on each reply's payload,
-// and says when the reply is complete (NLMSG_DONE, an error or
-// acknowledgement, or a lookup's single message). A kernel error comes
-// back as an Errno. Decoder reads one payload, a struct inet_diag_msg and
-// its attributes, into a model.Socket or model.SocketBrief: the socket's
-// identity (addresses, cookie, inode, uid), its state and queues, its
-// tcp_info and BBR model (decoded by package tcpinfo, by the length the
-// kernel sent), congestion control and send buffer. Decode does all of
-// that for a whole recorded reply.
+// states asked for, filtered by inet_diag bytecode when there is some, or
+// a lookup of one socket by its addresses and cookie. The replies come in
+// batches, one a read: Batch walks one batch's netlink messages, skips
+// those of other requests (by sequence number) and NLMSG_NOOP, hands on
+// each socket's payload, and says when the reply is complete: at
+// NLMSG_DONE, an error or acknowledgement, or a lookup's single message.
+// An error the kernel answers with (in NLMSG_ERROR, or in the NLMSG_DONE
+// of a dump that failed part way) is an Errno.
 //
-// Netlink is in the host's byte order (the ports and addresses of the
-// socket identity excepted, which are in network order), so the bytes
-// are read as the machine running this code writes them: recorded
-// replies decode the same on any machine of the byte order they were
-// recorded on. Bad bytes are an error wrapping ErrMalformed, never a
-// panic.
+// Decoder reads one payload, a struct inet_diag_msg and its attributes,
+// into a model.Socket or a model.SocketBrief: the socket's identity
+// (addresses, cookie, inode, uid), its state and queues, its tcp_info and
+// BBR model (decoded by package tcpinfo, by the length the kernel sent),
+// its congestion control and its send buffer (INET_DIAG_SKMEMINFO).
+// Decode does all of that for a whole recorded reply.
+//
+// Netlink is in the host's byte order (but for the socket identity's
+// ports and addresses, in network order), so the bytes are read as the
+// machine running this code writes them: recorded replies decode the
+// same on any machine of the byte order they were recorded on. Bytes the
+// kernel would not send are an error wrapping ErrMalformed (a reply that
+// ends early, ErrIncomplete), never a panic.
 package inetdiag

@@ -159,12 +159,15 @@ func TestParseMsgErrors(t *testing.T) {
 		"attribute long":  append(minimalMsg(FamilyIPv4), 9, 0, 2, 0, 1, 2, 3, 4),
 		"tcp_info short":  append(minimalMsg(FamilyIPv4), 8, 0, 2, 0, 1, 2, 3, 4),
 	}
+	// BBR's model too short, for a BBR socket.
+	bad["bbr short"] = append(append(minimalMsg(FamilyIPv4), 8, 0, attrCong, 0, 'b', 'b', 'r', 0), 8, 0, attrBBRInfo, 0, 1, 2, 3, 4)
 	for name, b := range bad {
-		if err := d.Socket(b, &s); err == nil {
-			t.Errorf("%s: Socket read it", name)
+		if err := d.Socket(b, &s); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Socket: %v", name, err)
 		}
-		if err := d.Brief(b, &sb); err == nil {
-			t.Errorf("%s: Brief read it", name)
+		// A brief has no BBR model to read.
+		if err := d.Brief(b, &sb); !errors.Is(err, ErrMalformed) && name != "bbr short" {
+			t.Errorf("%s: Brief: %v", name, err)
 		}
 	}
 	// Attributes it does not use are skipped; a stray byte or three
