@@ -78,6 +78,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzIperf3Results -fuzztime 30s ./internal/iperf3
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/tcpinfo
 	$(GO) test -run XXX -fuzz FuzzVerify -fuzztime 30s ./internal/token
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/sockdiag/inetdiag
 
 bench: build setup
 	bash bench/run.sh

@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"internal/diagnose":       {"internal/model", "internal/tcpmath"},
 	"internal/hostinfo":       {"internal/model"},
 	"internal/probe":          {"internal/model", "internal/tcpinfo"},
-	"internal/sockdiag":       {"internal/model", "internal/tcpinfo"},
+	"internal/sockdiag":       {"internal/model", "internal/sockdiag/inetdiag"},
 	"internal/watch":          {"internal/model", "internal/diagnose"},
 	"internal/scope":          {"internal/model", "internal/watch"},
 	"internal/columns":        {},
@@ -53,11 +53,14 @@ var allowed = map[string][]string{
 	"internal/archtest":       {},
 	"internal/interop":        {},
 	"bench/interop":           {"internal/interop"},
+
+	"internal/sockdiag/inetdiag": {"internal/model", "internal/tcpinfo"},
 }
 
 // pure packages do no I/O and never read the clock, so a saved run
 // analyses the same anywhere.
-var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true, "internal/limits": true, "internal/token": true}
+var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true, "internal/limits": true, "internal/token": true,
+	"internal/sockdiag/inetdiag": true}
 
 var ioImports = []string{"os", "net", "syscall", "os/exec", "net/http", "database/sql", "golang.org/x/sys/unix"}
 

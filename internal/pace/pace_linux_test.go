@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +35,8 @@ func TestTicker(t *testing.T) {
 	if d := time.Since(start); d < 5*period-2*time.Millisecond || d > 5*period+time.Second {
 		t.Errorf("5 ticks of %v in %v", period, d)
 	}
-	// Ticks missed while busy come as one.
+	// Ticks missed while busy come as one. The sleep is the busy time
+	// under test, not a wait for something to happen.
 	time.Sleep(3 * period)
 	start = time.Now()
 	if err := tk.Wait(); err != nil || time.Since(start) > period/2 {
@@ -43,19 +45,41 @@ func TestTicker(t *testing.T) {
 	if err := tk.Wait(); err != nil || time.Since(start) < period/2 {
 		t.Errorf("the tick after: waited %v, %v", time.Since(start), err)
 	}
-	go func() {
-		time.Sleep(period / 2)
-		cancel()
-	}()
+	// Cancelled while Wait waits in the poller.
 	long, err := NewTicker(ctx, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer long.Stop()
-	start = time.Now()
-	if err := long.Wait(); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
-		t.Errorf("Wait on a cancelled context: %v after %v", err, time.Since(start))
+	waited := make(chan error, 1)
+	go func() { waited <- long.Wait() }()
+	if !waitParked("pace.(*Ticker).Wait") {
+		t.Fatal("Wait never waited in the poller")
 	}
+	start = time.Now()
+	cancel()
+	select {
+	case err := <-waited:
+		if !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+			t.Errorf("Wait on a cancelled context: %v after %v", err, time.Since(start))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not end on a cancelled context")
+	}
+}
+
+// waitParked waits, for up to 10 s, until a goroutine waits in the
+// network poller (state "IO wait") inside the function named frame.
+func waitParked(frame string) bool {
+	buf := make([]byte, 1<<20)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "[IO wait") && strings.Contains(g, frame) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Output writes everything given, to a file or /dev/null alike, and
@@ -93,8 +117,8 @@ func TestOutput(t *testing.T) {
 }
 
 // A pipe is written through a descriptor of Output's own: everything
-// arrives, in order, past a reader slower than the pipe is big, and the
-// pipe's own descriptor stays blocking.
+// arrives, in order, past a reader that lets the pipe fill (the writer
+// waits in the poller), and the pipe's own descriptor stays blocking.
 func TestOutputPipe(t *testing.T) {
 	// A blocking pipe, as a shell makes (os.Pipe's are non-blocking).
 	var fds [2]int
@@ -113,7 +137,10 @@ func TestOutputPipe(t *testing.T) {
 		fmt.Fprintf(&want, "frame %d %s\n", i, strings.Repeat("x", i%200))
 	}
 	got := make(chan []byte)
+	full := make(chan bool, 1)
 	go func() {
+		// Nothing is read until the writer finds the pipe full.
+		full <- waitParked("pace.(*pollPipe).Write")
 		var b bytes.Buffer
 		buf := make([]byte, 1000)
 		for b.Len() < want.Len() {
@@ -122,7 +149,6 @@ func TestOutputPipe(t *testing.T) {
 				break
 			}
 			b.Write(buf[:n])
-			time.Sleep(50 * time.Microsecond)
 		}
 		got <- b.Bytes()
 	}()
@@ -133,6 +159,9 @@ func TestOutputPipe(t *testing.T) {
 	}
 	if b := <-got; !bytes.Equal(b, want.Bytes()) {
 		t.Errorf("read %d bytes, want %d", len(b), want.Len())
+	}
+	if !<-full {
+		t.Error("the writer never waited for room in the pipe")
 	}
 	// A reader gone: the error writing to the pipe itself.
 	r.Close()

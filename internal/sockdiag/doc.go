@@ -2,7 +2,15 @@
 // state through netlink sock_diag (NETLINK_SOCK_DIAG, inet_diag): the same
 // source as `ss -ti`, without root for the caller's own network namespace.
 // Each socket comes with its tcp_info (decoded by package tcpinfo, by the
-// length the kernel returned), congestion control, BBR model and queues.
+// length the kernel returned), congestion control, BBR model, queues and
+// send buffer.
+//
+// This package does the reading: the netlink sockets (raw system calls
+// into one reused receive buffer per socket, a dump split across two
+// sockets on a busy host), lookups of one socket by its cookie, and the
+// owners of sockets from /proc/PID/fd (Procs). The bytes it sends and
+// receives are encoded and decoded by package inetdiag beside it, which
+// does no I/O. It works on Linux; elsewhere Open reports ErrUnsupported.
 //
 // Filters are the `ss` kind ("dport 22", "dst 10.0.0.0/8", "state
 // established", "pid 4711"): Parse compiles ports and addresses to

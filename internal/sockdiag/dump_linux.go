@@ -1,13 +1,9 @@
 package sockdiag
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,28 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/tcpinfo"
-)
-
-// inet_diag attribute types (linux/inet_diag.h).
-const (
-	attrInfo    = 2
-	attrCong    = 4
-	attrBBRInfo = 16
-	// attrMemInfo is INET_DIAG_SKMEMINFO: the socket's memory counters,
-	// u32 each, indexed as the kernel's SK_MEMINFO_* (the send buffer's
-	// size at memSndbuf).
-	attrMemInfo = 7
-	memSndbuf   = 3
-	// reqBytecode is INET_DIAG_REQ_BYTECODE, the request's filter.
-	reqBytecode = 1
-)
-
-// Sizes of the fixed parts of a request (struct inet_diag_req_v2) and a
-// reply (struct inet_diag_msg).
-const (
-	reqLen = 56
-	msgLen = 72
+	"github.com/tcpscope/tcpscope/internal/sockdiag/inetdiag"
 )
 
 // Conn is a sock_diag socket, in one network namespace. It is not safe
@@ -69,10 +44,10 @@ type link struct {
 	fd  int
 	seq uint32
 	buf []byte
-	// cc is the last congestion-control name decoded. Sockets share a
-	// handful of names, so this keeps a dump from allocating one string
-	// per socket.
-	cc string
+	// req holds the request being sent, reused.
+	req []byte
+	// dec decodes the replies, keeping the last congestion-control name.
+	dec inetdiag.Decoder
 }
 
 // recvBuf is the receive buffer. The kernel fills one reply batch of at
@@ -165,22 +140,12 @@ func (c *Conn) Close() error {
 	return first
 }
 
-// Extensions asked of the kernel with a dump or lookup (the request's
-// idiag_ext: bit n asks for attribute n+1).
-const (
-	extInfo  = 1 << (attrInfo - 1)
-	extVegas = 1 << (3 - 1) // INET_DIAG_VEGASINFO, which also brings BBR's model
-	extCong  = 1 << (attrCong - 1)
-	extMem   = 1 << (attrMemInfo - 1)
-	extFull  = extInfo | extVegas | extCong | extMem
-)
-
 // Dump lists the TCP sockets, IPv4 and IPv6, that match f. Each Socket's
 // TCP.At is set to at. PIDs and process names are filled in when procs is
 // not nil (see Procs).
 func (c *Conn) Dump(f Filter, at time.Duration, procs *Procs) ([]model.Socket, error) {
-	out, err := dumpParts(c, f, extFull, func(l *link, b []byte, s *model.Socket) error {
-		err := l.decode(b, s)
+	out, err := dumpParts(c, f, inetdiag.ExtFull, func(l *link, b []byte, s *model.Socket) error {
+		err := l.dec.Socket(b, s)
 		s.TCP.At = at
 		return err
 	})
@@ -206,9 +171,9 @@ func (c *Conn) List(f Filter, at time.Duration, procs *Procs) ([]model.SocketBri
 // model.SocketBrief brief points to: a list's rows are filled where they
 // will stay, not copied from the sockets into rows of their own.
 func ListInto[T any](c *Conn, f Filter, at time.Duration, procs *Procs, brief func(*T) *model.SocketBrief) ([]T, error) {
-	out, err := dumpParts(c, f, extInfo|extCong, func(l *link, b []byte, row *T) error {
+	out, err := dumpParts(c, f, inetdiag.ExtInfo|inetdiag.ExtCong, func(l *link, b []byte, row *T) error {
 		s := brief(row)
-		err := l.decodeBrief(b, s)
+		err := l.dec.Brief(b, s)
 		s.TCP.At = at
 		return err
 	})
@@ -240,7 +205,7 @@ func ListInto[T any](c *Conn, f Filter, at time.Duration, procs *Procs, brief fu
 // slice returned, which the others are then appended to.
 func dumpParts[T any](c *Conn, f Filter, ext uint8, decode func(*link, []byte, *T) error) ([]T, error) {
 	// Families by index: 0 IPv4, 1 IPv6.
-	families := [2]uint8{unix.AF_INET, unix.AF_INET6}
+	families := [2]uint8{inetdiag.FamilyIPv4, inetdiag.FamilyIPv6}
 	first := 0
 	if f.v6Only() {
 		first = 1
@@ -363,43 +328,17 @@ func sockstat() (v4, v6 int) {
 
 // dump runs one dump request of one family and hands each reply to fn.
 func (l *link) dump(family uint8, states uint32, ext uint8, bc []byte, fn func([]byte) error) error {
-	req := make([]byte, reqLen, reqLen+4+len(bc))
-	req[0] = family
-	req[1] = unix.IPPROTO_TCP
-	req[2] = ext
-	binary.NativeEndian.PutUint32(req[4:], states)
-	// The socket id stays zero: a dump matches any.
-	if len(bc) > 0 {
-		req = appendAttr(req, reqBytecode, bc)
-	}
-	return l.roundTrip(unix.NLM_F_REQUEST|unix.NLM_F_DUMP, req, fn)
+	return l.roundTrip(inetdiag.FlagRequest|inetdiag.FlagDump,
+		inetdiag.Request{Family: family, Ext: ext, States: states, Bytecode: bc}, fn)
 }
 
-// appendAttr appends one netlink attribute, padded to four bytes.
-func appendAttr(b []byte, typ uint16, data []byte) []byte {
-	var h [4]byte
-	binary.NativeEndian.PutUint16(h[:], uint16(4+len(data)))
-	binary.NativeEndian.PutUint16(h[2:], typ)
-	b = append(append(b, h[:]...), data...)
-	for len(b)%4 != 0 {
-		b = append(b, 0)
-	}
-	return b
-}
-
-// roundTrip sends one SOCK_DIAG_BY_FAMILY request and hands each reply's
-// payload to fn, in place in the receive buffer (fn must not keep it),
-// until the dump's end or a single reply.
-func (l *link) roundTrip(flags uint16, payload []byte, fn func([]byte) error) error {
-	c := l
-	c.seq++
-	msg := make([]byte, unix.NLMSG_HDRLEN, unix.NLMSG_HDRLEN+len(payload))
-	binary.NativeEndian.PutUint32(msg[0:], uint32(unix.NLMSG_HDRLEN+len(payload)))
-	binary.NativeEndian.PutUint16(msg[4:], sockDiagByFamily)
-	binary.NativeEndian.PutUint16(msg[6:], flags)
-	binary.NativeEndian.PutUint32(msg[8:], c.seq)
-	msg = append(msg, payload...)
-	if err := l.send(msg); err != nil {
+// roundTrip sends one request and hands each reply's payload to fn, in
+// place in the receive buffer (fn must not keep it), until the reply is
+// complete. A kernel error is a unix.Errno.
+func (l *link) roundTrip(flags uint16, req inetdiag.Request, fn func([]byte) error) error {
+	l.seq++
+	l.req = inetdiag.AppendRequest(l.req[:0], flags, l.seq, req)
+	if err := l.send(l.req); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	for {
@@ -410,38 +349,12 @@ func (l *link) roundTrip(flags uint16, payload []byte, fn func([]byte) error) er
 			}
 			return fmt.Errorf("receive: %w", err)
 		}
-		b := c.buf[:n]
-		for len(b) >= unix.NLMSG_HDRLEN {
-			l := int(binary.NativeEndian.Uint32(b[0:]))
-			typ := binary.NativeEndian.Uint16(b[4:])
-			mflags := binary.NativeEndian.Uint16(b[6:])
-			seq := binary.NativeEndian.Uint32(b[8:])
-			if l < unix.NLMSG_HDRLEN || l > len(b) {
-				return fmt.Errorf("receive: malformed netlink message of %d bytes", l)
-			}
-			data := b[unix.NLMSG_HDRLEN:l]
-			b = b[min(nlAlign(l), len(b)):]
-			if seq != c.seq {
-				continue // a late reply to an earlier request
-			}
-			switch typ {
-			case unix.NLMSG_DONE:
-				return nil
-			case unix.NLMSG_ERROR:
-				if len(data) < 4 {
-					return errors.New("receive: short netlink error")
-				}
-				if e := int32(binary.NativeEndian.Uint32(data)); e != 0 {
-					return unix.Errno(-e)
-				}
-				return nil
-			}
-			if err := fn(data); err != nil {
-				return err
-			}
-			if mflags&unix.NLM_F_MULTI == 0 {
-				return nil
-			}
+		done, err := inetdiag.Batch(l.buf[:n], l.seq, fn)
+		if errno, ok := errors.AsType[inetdiag.Errno](err); ok {
+			return unix.Errno(errno)
+		}
+		if err != nil || done {
+			return err
 		}
 	}
 }
@@ -486,37 +399,25 @@ func (l *link) recv() (int, error) {
 	return 0, e
 }
 
-func nlAlign(n int) int { return (n + 3) &^ 3 }
-
-// nlaTypeMask strips the nested and byte-order flags from an attribute's
-// type (NLA_TYPE_MASK).
-const nlaTypeMask = 0x3fff
-
 // Get reads one socket again, by its addresses and cookie, without a dump:
 // the kernel looks it up directly, so following one connection costs the
 // same however many others the host has. ok is false once it is gone (or
 // its addresses now belong to a newer socket).
 func (c *Conn) Get(s model.Socket, at time.Duration) (model.Socket, bool, error) {
-	family := uint8(unix.AF_INET)
+	family := uint8(inetdiag.FamilyIPv4)
 	if s.IPv6 {
-		family = unix.AF_INET6
+		family = inetdiag.FamilyIPv6
 	}
-	req := make([]byte, reqLen)
-	req[0], req[1] = family, unix.IPPROTO_TCP
-	req[2] = extFull
-	binary.NativeEndian.PutUint32(req[4:], 1<<12-1)
-	binary.BigEndian.PutUint16(req[8:], s.Local.Port())
-	binary.BigEndian.PutUint16(req[10:], s.Remote.Port())
-	putAddr(req[12:28], s.Local.Addr(), family)
-	putAddr(req[28:44], s.Remote.Addr(), family)
-	binary.NativeEndian.PutUint32(req[48:], uint32(s.Cookie))
-	binary.NativeEndian.PutUint32(req[52:], uint32(s.Cookie>>32))
+	req := inetdiag.Request{
+		Family: family, Ext: inetdiag.ExtFull, States: inetdiag.AllStates,
+		ID: inetdiag.SockID{Local: s.Local, Remote: s.Remote, Cookie: s.Cookie},
+	}
 	var out model.Socket
 	found := false
 	l := c.links[0]
-	err := l.roundTrip(unix.NLM_F_REQUEST, req, func(data []byte) error {
+	err := l.roundTrip(inetdiag.FlagRequest, req, func(data []byte) error {
 		found = true
-		return l.decode(data, &out)
+		return l.dec.Socket(data, &out)
 	})
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -529,229 +430,4 @@ func (c *Conn) Get(s model.Socket, at time.Duration) (model.Socket, bool, error)
 	}
 	out.TCP.At, out.PID, out.Process = at, s.PID, s.Process
 	return out, true, nil
-}
-
-// putAddr writes a in the socket id's address field: four bytes for
-// IPv4, sixteen (IPv4-mapped if need be) for IPv6.
-func putAddr(b []byte, a netip.Addr, family uint8) {
-	if family == unix.AF_INET {
-		v4 := a.As4()
-		copy(b, v4[:])
-		return
-	}
-	v6 := a.As16()
-	copy(b, v6[:])
-}
-
-// sockDiagByFamily is SOCK_DIAG_BY_FAMILY.
-const sockDiagByFamily = 20
-
-// msg is one struct inet_diag_msg, read where it lies, and the
-// attributes tcpscope uses.
-type msg struct {
-	family        uint8
-	state         model.TCPState
-	local, remote netip.AddrPort
-	cookie        uint64
-	rq, wq        uint32
-	uid, inode    uint32
-	// info, cong, bbr and mem are the attributes' payloads, in the
-	// receive buffer: nil when the kernel sent none.
-	info, cong, bbr, mem []byte
-}
-
-// parseMsg reads one reply's fixed part and finds its attributes.
-func parseMsg(b []byte) (msg, error) {
-	if len(b) < msgLen {
-		return msg{}, fmt.Errorf("sock_diag: message of %d bytes, want at least %d", len(b), msgLen)
-	}
-	m := msg{family: b[0], state: model.TCPState(b[1])}
-	// struct inet_diag_sockid at 4: be16 sport, be16 dport, be32 src[4],
-	// be32 dst[4], u32 if, u32 cookie[2].
-	sport := binary.BigEndian.Uint16(b[4:])
-	dport := binary.BigEndian.Uint16(b[6:])
-	m.local = netip.AddrPortFrom(addr(m.family, b[8:24]), sport)
-	m.remote = netip.AddrPortFrom(addr(m.family, b[24:40]), dport)
-	m.cookie = uint64(binary.NativeEndian.Uint32(b[44:])) | uint64(binary.NativeEndian.Uint32(b[48:]))<<32
-	m.rq, m.wq = binary.NativeEndian.Uint32(b[56:]), binary.NativeEndian.Uint32(b[60:])
-	m.uid = binary.NativeEndian.Uint32(b[64:])
-	m.inode = binary.NativeEndian.Uint32(b[68:])
-	for a := b[msgLen:]; len(a) >= 4; {
-		n := int(binary.NativeEndian.Uint16(a))
-		typ := binary.NativeEndian.Uint16(a[2:]) & nlaTypeMask
-		if n < 4 || n > len(a) {
-			return msg{}, fmt.Errorf("sock_diag: malformed attribute of %d bytes", n)
-		}
-		switch typ {
-		case attrInfo:
-			m.info = a[4:n]
-		case attrCong:
-			m.cong = a[4:n]
-		case attrBBRInfo:
-			m.bbr = a[4:n]
-		case attrMemInfo:
-			m.mem = a[4:n]
-		}
-		a = a[min(nlAlign(n), len(a)):]
-	}
-	return m, nil
-}
-
-// ccName is the congestion-control attribute as a string, the one made
-// for the previous socket when it is the same name.
-func (l *link) ccName(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	if string(b) != l.cc {
-		l.cc = string(b)
-	}
-	return l.cc
-}
-
-// decode reads one reply into s.
-func (l *link) decode(b []byte, s *model.Socket) error {
-	m, err := parseMsg(b)
-	if err != nil {
-		return err
-	}
-	s.Local, s.Remote = m.local, m.remote
-	s.IPv6 = m.family == unix.AF_INET6
-	s.Cookie, s.UID, s.Inode = m.cookie, m.uid, m.inode
-	if len(m.info) > 0 {
-		if s.TCP, err = tcpinfo.Decode(m.info); err != nil {
-			return err
-		}
-	}
-	s.TCP.State = m.state
-	if m.cong != nil {
-		s.TCP.Congestion = l.ccName(m.cong)
-	}
-	if len(m.bbr) > 0 && s.TCP.Congestion == "bbr" {
-		if s.TCP.BBR, err = tcpinfo.DecodeBBR(m.bbr); err != nil {
-			return err
-		}
-	}
-	// For a listener the queues mean the accept backlog; for the rest
-	// they are ss's Recv-Q and Send-Q.
-	s.TCP.RecvQ, s.TCP.SendQ = model.Some(model.Bytes(m.rq)), model.Some(model.Bytes(m.wq))
-	if len(m.mem) >= 4*(memSndbuf+1) {
-		s.TCP.SndBuf = model.Some(model.Bytes(binary.NativeEndian.Uint32(m.mem[4*memSndbuf:])))
-	}
-	return nil
-}
-
-// decodeBrief reads one reply into s.
-func (l *link) decodeBrief(b []byte, s *model.SocketBrief) error {
-	m, err := parseMsg(b)
-	if err != nil {
-		return err
-	}
-	s.Local, s.Remote = m.local, m.remote
-	s.Cookie, s.Inode = m.cookie, m.inode
-	if len(m.info) > 0 {
-		if s.TCP, err = tcpinfo.DecodeBrief(m.info); err != nil {
-			return err
-		}
-	}
-	s.TCP.State = m.state
-	if m.cong != nil {
-		s.TCP.Congestion = l.ccName(m.cong)
-	}
-	return nil
-}
-
-func addr(family uint8, b []byte) netip.Addr {
-	if family == unix.AF_INET {
-		return netip.AddrFrom4([4]byte(b[:4]))
-	}
-	return netip.AddrFrom16([16]byte(b[:16])).Unmap()
-}
-
-// Procs maps socket inodes to the processes holding them, from
-// /proc/PID/fd. Other users' processes are visible only to root (or with
-// CAP_SYS_PTRACE); their sockets keep PID 0.
-type Procs struct {
-	// Root is where /proc is; "" means "/".
-	Root  string
-	byIno map[uint32]proc
-	at    time.Time
-}
-
-type proc struct {
-	pid  int
-	name string
-}
-
-// procsTTL: the map is rebuilt at most this often; a new connection's
-// owner appears within it.
-const procsTTL = 2 * time.Second
-
-// Fill sets PID and Process of the sockets whose inode it knows,
-// rescanning /proc when the map is older than procsTTL or an inode is new.
-func (p *Procs) Fill(socks []model.Socket) {
-	fill(p, socks, func(s *model.Socket) (uint32, *int, *string) { return s.Inode, &s.PID, &s.Process })
-}
-
-// fill is Fill for any socket type; owner gives a socket's inode and
-// where its owner goes.
-func fill[S any](p *Procs, socks []S, owner func(*S) (ino uint32, pid *int, name *string)) {
-	missing := false
-	for i := range socks {
-		ino, _, _ := owner(&socks[i])
-		if _, ok := p.byIno[ino]; !ok && ino != 0 {
-			missing = true
-			break
-		}
-	}
-	if p.byIno == nil || (missing && time.Since(p.at) > 200*time.Millisecond) || time.Since(p.at) > procsTTL {
-		p.scan()
-	}
-	for i := range socks {
-		ino, pid, name := owner(&socks[i])
-		if pr, ok := p.byIno[ino]; ok {
-			*pid, *name = pr.pid, pr.name
-		}
-	}
-}
-
-func (p *Procs) scan() {
-	root := p.Root
-	if root == "" {
-		root = "/"
-	}
-	p.byIno, p.at = map[uint32]proc{}, time.Now()
-	dirs, err := os.ReadDir(filepath.Join(root, "proc"))
-	if err != nil {
-		return
-	}
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		fdDir := filepath.Join(root, "proc", d.Name(), "fd")
-		fds, err := os.ReadDir(fdDir)
-		if err != nil {
-			continue // gone, or not ours to see
-		}
-		name := ""
-		for _, fd := range fds {
-			l, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
-			if err != nil || !strings.HasPrefix(l, "socket:[") {
-				continue
-			}
-			ino, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"), 10, 32)
-			if err != nil {
-				continue
-			}
-			if name == "" {
-				b, _ := os.ReadFile(filepath.Join(root, "proc", d.Name(), "comm"))
-				name = strings.TrimSpace(string(b))
-			}
-			if _, seen := p.byIno[uint32(ino)]; !seen {
-				p.byIno[uint32(ino)] = proc{pid: pid, name: name}
-			}
-		}
-	}
 }

@@ -32,12 +32,6 @@ func ListInto[T any](c *Conn, f Filter, at time.Duration, procs *Procs, brief fu
 	return nil, ErrUnsupported
 }
 
-// Procs maps socket inodes to processes; without Linux it knows none.
-type Procs struct{ Root string }
-
-// Fill does nothing.
-func (p *Procs) Fill(socks []model.Socket) {}
-
 // Get reports ErrUnsupported.
 func (c *Conn) Get(s model.Socket, at time.Duration) (model.Socket, bool, error) {
 	return model.Socket{}, false, ErrUnsupported

@@ -126,7 +126,7 @@ func parseState(v string) (uint32, error) {
 	v = strings.ToLower(v)
 	switch v {
 	case "all":
-		return 1<<12 - 1&^1, nil
+		return (1<<12 - 1) &^ 1, nil
 	case "connected": // everything but listen and closed, as ss
 		return allButListen &^ (1 << 7) &^ (1 << 3), nil
 	case "synchronized":

@@ -32,6 +32,10 @@ func TestParse(t *testing.T) {
 	if f, _ := Parse(""); f.statesOrDefault()&(1<<10) != 0 || f.statesOrDefault()&(1<<1) == 0 {
 		t.Error("the default states include listen or lack established")
 	}
+	// Every state, TCP_ESTABLISHED (1) to TCP_CLOSING (11), as ss's "all".
+	if f, _ := Parse("state all"); f.States != 0xffe {
+		t.Errorf("state all: mask %#x, want %#x", f.States, 0xffe)
+	}
 	for in, want := range map[string]string{
 		"dport":             "needs a value",
 		"dport 0":           "want 1 to 65535",
@@ -75,8 +79,10 @@ func TestBytecodeLayout(t *testing.T) {
 	}
 }
 
-// loopbackTransfer connects to a fresh listener and keeps bytes flowing
-// from client to server until the test ends.
+// loopbackTransfer connects to a fresh listener and writes 100 kB from
+// client to server, which the server leaves unread; it returns once the
+// client's kernel has them acknowledged, so every socket's counters hold
+// them.
 func loopbackTransfer(t *testing.T) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -102,7 +108,23 @@ func loopbackTransfer(t *testing.T) (client, server net.Conn) {
 	if _, err := client.Write(make([]byte, 100_000)); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the 100 kB acknowledged", func() bool {
+		s, err := tcpinfo.Read(client.(*net.TCPConn))
+		return err == nil && s.BytesAcked.V >= 100_000
+	})
 	return client, server
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // The real kernel: both ends of a loopback connection are listed with
@@ -117,7 +139,6 @@ func TestDumpLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(50 * time.Millisecond)
 
 	f, err := Parse("sport " + itoa(local.Port()) + " dport " + itoa(remote.Port()))
 	if err != nil {
@@ -171,6 +192,11 @@ func TestDumpLoopback(t *testing.T) {
 			t.Errorf("%q: %d sockets, %v", q, len(socks), err)
 		}
 	}
+	// Every state includes established.
+	f, _ = Parse("sport " + itoa(local.Port()) + " dport " + itoa(remote.Port()) + " state all")
+	if socks, err := c.Dump(f, 0, nil); err != nil || len(socks) != 1 {
+		t.Errorf("state all: %d sockets, %v", len(socks), err)
+	}
 	// pid of this process keeps it.
 	f, _ = Parse("pid " + itoa(os.Getpid()) + " sport " + itoa(local.Port()) + " dport " + itoa(remote.Port()))
 	if socks, _ := c.Dump(f, 0, &Procs{}); len(socks) != 1 {
@@ -199,10 +225,17 @@ func TestGet(t *testing.T) {
 	if err != nil || !ok || got.Cookie != socks[0].Cookie || got.Local != local || got.TCP.At != 2*time.Second || got.TCP.KernelLen == 0 {
 		t.Fatalf("Get = %+v, %v, %v", got, ok, err)
 	}
-	client.Close()
-	time.Sleep(50 * time.Millisecond)
 	// Closed: gone from established; it may linger in FIN-WAIT, which Get
-	// still finds (all states), then vanish. A wrong cookie never matches.
+	// still finds (all states), then vanish.
+	client.Close()
+	waitFor(t, "Get to see the socket closed", func() bool {
+		got, ok, err := c.Get(socks[0], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ok || got.TCP.State != 1 && got.Cookie == socks[0].Cookie
+	})
+	// A wrong cookie never matches.
 	wrong := socks[0]
 	wrong.Cookie++
 	if _, ok, err := c.Get(wrong, 0); ok || err != nil {
