@@ -14,6 +14,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -183,7 +184,7 @@ func TestScenarios(t *testing.T) {
 	for _, s := range scenarios {
 		t.Run(strings.ReplaceAll(s.name, " ", "-"), func(t *testing.T) {
 			p := labtest.Pair(t, s.pair())
-			addr, stop, err := p.Serve(t.Context(), 0, "test")
+			addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,7 +84,7 @@ func newLabTestbed(ctx context.Context, version string, cfg lab.PairConfig) (*la
 	if err != nil {
 		return nil, fmt.Errorf("build the lab: %w", err)
 	}
-	addr, stop, err := pair.Serve(ctx, 0, version)
+	addr, stop, err := Serve(ctx, pair, 0, version)
 	if err != nil {
 		return nil, errors.Join(err, pair.Close())
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -139,7 +140,7 @@ func inLab(ctx context.Context, s Scenario, cfg model.TestConfig) (*model.Run, e
 		return nil, fmt.Errorf("%s: build the lab: %w", s.Name, err)
 	}
 	defer p.Close()
-	addr, stop, err := p.Serve(ctx, 0, "precision")
+	addr, stop, err := experiment.Serve(ctx, p, 0, "precision")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
