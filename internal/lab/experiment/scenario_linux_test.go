@@ -1,4 +1,4 @@
-package diagnose_test
+package experiment_test
 
 import (
 	"encoding/json"
@@ -20,7 +20,13 @@ import (
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
-var record = flag.Bool("record", false, "write each scenario's run to testdata/ID.json for TestRecorded")
+// The recordings are internal/diagnose's golden inputs (its TestRecorded):
+// these tests run the engine across the lab, which diagnose's own tests
+// must not, and write what they saw there.
+var record = flag.Bool("record", false, "write each run to internal/diagnose/testdata for diagnose's TestRecorded")
+
+// recordingsDir is internal/diagnose/testdata, from this package's directory.
+var recordingsDir = filepath.Join("..", "..", "diagnose", "testdata")
 
 // scenario is one impairment the lab builds and the finding that must
 // name it: as the primary finding (with the limits that bind with it),
@@ -88,9 +94,10 @@ func verdictOK(s scenario, fs []model.Finding) (bool, string) {
 	return false, s.want + " not found"
 }
 
-// TestScenarios records real kernels' runs for the golden tests: for
-// each impairment the lab builds, a tcpscope test across it, whose
-// diagnosis must name it, written to testdata with -record. It runs only
+// TestScenarios records real kernels' runs for diagnose's golden tests:
+// for each impairment the lab builds, a tcpscope test across it, whose
+// diagnosis must name it, written to internal/diagnose/testdata with
+// -record. It runs only
 // with -record: the precision suites (internal/lab/precision, run in CI)
 // build these impairments and more, in both directions, and judge them.
 func TestScenarios(t *testing.T) {
@@ -215,7 +222,7 @@ func TestScenarios(t *testing.T) {
 				if file == "" {
 					file = s.want
 				}
-				if err := os.WriteFile(filepath.Join("testdata", file+".json"), b, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(recordingsDir, file+".json"), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
