@@ -104,12 +104,8 @@ func TestEmulatedPair(t *testing.T) {
 	}
 	// The TUN devices' own goroutines (link event listeners) end
 	// shortly after Close; the emulator's have ended when it returns.
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutinesBefore && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > goroutinesBefore {
-		t.Errorf("%d goroutines after Close, %d before", n, goroutinesBefore)
+	if !eventually(func() bool { return runtime.NumGoroutine() <= goroutinesBefore }) {
+		t.Errorf("%d goroutines after Close, %d before", runtime.NumGoroutine(), goroutinesBefore)
 	}
 	if links, err := exec.Command("ip", "-o", "link", "show").Output(); err != nil || strings.Contains(string(links), "tun-") {
 		t.Errorf("the host's namespace has links:\n%s%v", links, err)
@@ -267,10 +263,15 @@ func TestEmulatedLoss(t *testing.T) {
 		if _, err := sc.Write(msg); err != nil {
 			t.Fatal(err)
 		}
-		if i%100 == 0 {
-			// Stay within A's TUN queue (500 packets) and B's socket
-			// buffer.
-			time.Sleep(time.Millisecond)
+		if i%100 == 99 {
+			// Stay within A's TUN queue (500 packets): no more than 200
+			// of ours wait in it, since the emulator has read all but
+			// the last 100 before the next 100 go. (Received may count
+			// a stray packet of the host's too, which only lets the
+			// next batch go sooner, still well within the queue.)
+			waitUntil(t, "the emulator reads A's packets", func() bool {
+				return p.Emulator().Counters(emulator.AtoB).Received >= uint64(i+1-100)
+			})
 		}
 	}
 	received := <-got
