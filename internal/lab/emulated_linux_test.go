@@ -75,8 +75,8 @@ func TestEmulatedPair(t *testing.T) {
 	if in, out := p.RouterLinks(lab.AtoB); in != "" || out != "" {
 		t.Errorf("RouterLinks = %q, %q", in, out)
 	}
-	if err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Rate: model.MbitPerSecond}); err == nil {
-		t.Error("SetPath on an emulated pair succeeded")
+	if err := p.SetImpairment(t.Context(), lab.AtoB, lab.Impairment{Rate: model.MbitPerSecond}); err == nil {
+		t.Error("SetImpairment on an emulated pair succeeded")
 	}
 	if _, err := p.A.Dial(t.Context(), "tcp", "192.0.2.1:9"); err == nil {
 		t.Error("reached an address outside the pair")
@@ -118,8 +118,8 @@ func TestEmulatedPair(t *testing.T) {
 func TestEmulatedValidate(t *testing.T) {
 	labtest.Require(t)
 	for _, cfg := range []lab.PairConfig{
-		{Emulated: &emulator.Config{}, AtoB: lab.Path{Rate: model.MbitPerSecond}},
-		{Emulated: &emulator.Config{BtoA: emulator.Direction{Loss: 2}}},
+		{Emulated: &emulator.Config{}, AtoB: lab.Impairment{Rate: model.MbitPerSecond}},
+		{Emulated: &emulator.Config{BtoA: emulator.Impairment{Loss: 2}}},
 	} {
 		if _, err := lab.NewPair(t.Context(), cfg); err == nil {
 			t.Errorf("NewPair(%+v) succeeded", cfg)
@@ -174,8 +174,8 @@ func connectTimes(t *testing.T, p *lab.Pair, n int) []time.Duration {
 func TestEmulatedDelay(t *testing.T) {
 	const oneWay = 10 * time.Millisecond
 	p := labtest.Pair(t, emulated(emulator.Config{
-		AtoB: emulator.Direction{Delay: oneWay},
-		BtoA: emulator.Direction{Delay: oneWay},
+		AtoB: emulator.Impairment{Delay: oneWay},
+		BtoA: emulator.Impairment{Delay: oneWay},
 	}))
 	want := 2 * oneWay
 	tol := 300*time.Microsecond + want/100
@@ -202,8 +202,8 @@ func TestEmulatedDelay(t *testing.T) {
 func TestEmulatedRate(t *testing.T) {
 	const rate = 100 * model.MbitPerSecond
 	p := labtest.Pair(t, emulated(emulator.Config{
-		AtoB: emulator.Direction{Rate: rate, Delay: time.Millisecond},
-		BtoA: emulator.Direction{Delay: time.Millisecond},
+		AtoB: emulator.Impairment{Rate: rate, Delay: time.Millisecond},
+		BtoA: emulator.Impairment{Delay: time.Millisecond},
 	}))
 	n, elapsed, info := transfer(t, p.A, p.B, 3*time.Second)
 	got := model.RateOf(model.Bytes(n), elapsed.Seconds())
@@ -229,7 +229,7 @@ func TestEmulatedLoss(t *testing.T) {
 	const loss = 0.01
 	// A fixed seed makes the count repeatable, so the 99% interval does
 	// not fail one run in a hundred.
-	p := labtest.Pair(t, emulated(emulator.Config{AtoB: emulator.Direction{Loss: loss}, Seed: 1}))
+	p := labtest.Pair(t, emulated(emulator.Config{AtoB: emulator.Impairment{Loss: loss}, Seed: 1}))
 	var rc net.PacketConn
 	if err := p.B.Do(func() (err error) {
 		rc, err = net.ListenPacket("udp", netip.AddrPortFrom(p.B.Addr, 0).String())
@@ -355,7 +355,7 @@ func transferFor(t *testing.T, p *lab.Pair, size int, deadline time.Duration) (r
 // arrived after 3.2 to 6.5 s in trials.
 func TestEmulatedMTU(t *testing.T) {
 	const mtu, size = 1400, 1 << 20
-	dir := emulator.Direction{MTU: mtu, Delay: time.Millisecond}
+	dir := emulator.Impairment{MTU: mtu, Delay: time.Millisecond}
 	t.Run("ICMP", func(t *testing.T) {
 		p := labtest.Pair(t, emulated(emulator.Config{AtoB: dir, BtoA: dir}))
 		got, _, c := transferFor(t, p, size, 5*time.Second)

@@ -204,17 +204,17 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if emulated {
 		return p, p.startEmulator(*cfg.Emulated)
 	}
-	if err := p.SetPath(ctx, AtoB, router.AtoB); err != nil {
+	if err := p.SetImpairment(ctx, AtoB, router.AtoB); err != nil {
 		return nil, err
 	}
-	if err := p.SetPath(ctx, BtoA, router.BtoA); err != nil {
+	if err := p.SetImpairment(ctx, BtoA, router.BtoA); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// planRouter returns what the router carries (cfg's own paths, or the
-// emulated path's when netem carries it; no router when the emulator
+// planRouter returns what the router carries (cfg's own impairments, or
+// the emulated path's when netem carries it; no router when the emulator
 // does) and the backend that carries an emulated path.
 func planRouter(ctx context.Context, cfg PairConfig) (PairConfig, Backend, error) {
 	router := cfg
@@ -226,22 +226,22 @@ func planRouter(ctx context.Context, cfg PairConfig) (PairConfig, Backend, error
 		return router, backend, err
 	}
 	if backend == UseNetem {
-		router.AtoB, router.BtoA, _ = RouterPaths(*cfg.Emulated, cfg.MTU) // checked by chooseBackend
+		router.AtoB, router.BtoA, _ = RouterImpairments(*cfg.Emulated, cfg.MTU) // checked by chooseBackend
 		router.Emulated = nil
 	}
 	return router, backend, nil
 }
 
-// routerTools checks that this host has what the router's paths need: nft
+// routerTools checks that this host has what the router's impairments need: nft
 // for loss and black holes, the netem qdisc for what only netem does.
 func routerTools(ctx context.Context, router PairConfig) error {
-	for _, path := range []Path{router.AtoB, router.BtoA} {
-		if path.Loss > 0 || path.BlackHole {
+	for _, imp := range []Impairment{router.AtoB, router.BtoA} {
+		if imp.Loss > 0 || imp.BlackHole {
 			if _, err := toolPath("nft"); err != nil {
 				return err
 			}
 		}
-		if path.needsNetem() {
+		if imp.needsNetem() {
 			if err := HasNetem(ctx); err != nil {
 				return err
 			}
@@ -341,7 +341,7 @@ func chooseBackend(ctx context.Context, cfg PairConfig) (Backend, error) {
 	case UseEmulator:
 		return UseEmulator, nil
 	case UseNetem:
-		if _, _, err := RouterPaths(*cfg.Emulated, cfg.MTU); err != nil {
+		if _, _, err := RouterImpairments(*cfg.Emulated, cfg.MTU); err != nil {
 			return 0, err
 		}
 		if err := HasNetem(ctx); err != nil {
@@ -349,7 +349,7 @@ func chooseBackend(ctx context.Context, cfg PairConfig) (Backend, error) {
 		}
 		return UseNetem, nil
 	}
-	if _, _, err := RouterPaths(*cfg.Emulated, cfg.MTU); err != nil {
+	if _, _, err := RouterImpairments(*cfg.Emulated, cfg.MTU); err != nil {
 		return UseEmulator, nil
 	}
 	if HasNetem(ctx) != nil {
@@ -520,13 +520,13 @@ func (p *Pair) addNetns(ctx context.Context, name string) error {
 	return nil
 }
 
-// SetPath replaces the impairment of direction d, in the router. A zero
-// Path removes it.
-func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
-	if !d.valid() {
+// SetImpairment replaces the impairment of direction d, in the router. A
+// zero Impairment removes it.
+func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
+	if !validDir(d) {
 		return fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
 	}
-	r, err := path.resolve(p.cfg.mtu())
+	r, err := imp.resolve(p.cfg.mtu())
 	if err != nil {
 		return fmt.Errorf("lab: %s: %w", d, err)
 	}
@@ -570,7 +570,7 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 			if err := tc(args...); err != nil {
 				return err
 			}
-		} else if p.paths[d].Rate > 0 {
+		} else if p.impairments[d].Rate > 0 {
 			_ = tc("qdisc", "del", "dev", out, "parent", "1:1") // none there is fine
 		}
 	case r.Rate > 0:
@@ -579,8 +579,8 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		}
 		p.shaped[d] = true
 	}
-	p.paths[d].Rate, p.paths[d].Burst, p.paths[d].Queue = r.Rate, r.Burst, r.Queue
-	p.paths[d].Delay, p.paths[d].Duplicate, p.paths[d].GE = r.Delay, r.Duplicate, r.GE
+	p.impairments[d].Rate, p.impairments[d].Burst, p.impairments[d].Queue = r.Rate, r.Burst, r.Queue
+	p.impairments[d].Delay, p.impairments[d].Duplicate, p.impairments[d].GE = r.Delay, r.Duplicate, r.GE
 
 	if r.MTU > 0 || p.mtu[d] {
 		if err := p.routeMTU(ctx, d, out, r.MTU); err != nil {
@@ -594,7 +594,7 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		}
 		p.holed[d] = r.BlackHole
 	}
-	p.paths[d].MTU, p.paths[d].BlackHole = r.MTU, r.BlackHole
+	p.impairments[d].MTU, p.impairments[d].BlackHole = r.MTU, r.BlackHole
 
 	if r.Loss > 0 || p.lossy[d] {
 		if _, err := nft(ctx, p.R.Name, lossScript(nftTable(d), in, r.Loss), "-f", "-"); err != nil {
@@ -602,14 +602,14 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		}
 		p.lossy[d] = r.Loss > 0
 	}
-	p.paths[d].Loss = r.Loss
+	p.impairments[d].Loss = r.Loss
 	return nil
 }
 
 // routeMTU sets (mtu > 0) or clears R's route MTU toward direction d's
 // receiver, whose subnet lies behind out. Forwarding honours a route's MTU
 // over the link's, so only this direction is limited.
-func (p *Pair) routeMTU(ctx context.Context, d Direction, out string, mtu int) error {
+func (p *Pair) routeMTU(ctx context.Context, d Dir, out string, mtu int) error {
 	dst := p.B.Prefix
 	if d == BtoA {
 		dst = p.A.Prefix
@@ -627,8 +627,8 @@ func (p *Pair) routeMTU(ctx context.Context, d Direction, out string, mtu int) e
 // dropped since it was last set. On an emulated pair it is the emulator's
 // random and Gilbert–Elliott losses since the pair was built (its Counters
 // tell the causes apart).
-func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
-	if !d.valid() {
+func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) {
+	if !validDir(d) {
 		return 0, fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
 	}
 	p.mu.Lock()
@@ -638,7 +638,7 @@ func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
 		return 0, fmt.Errorf("lab: %s: pair is closed", d)
 	}
 	if emu != nil {
-		c := emu.Counters(emuDir(d))
+		c := emu.Counters(d)
 		return c.DroppedLoss + c.DroppedGE, nil
 	}
 	if !lossy {

@@ -62,7 +62,7 @@ func SelfTest(ctx context.Context, version string) ([]Accuracy, error) {
 	return out, nil
 }
 
-func emulatedPair(ctx context.Context, d emulator.Direction) (*lab.Pair, error) {
+func emulatedPair(ctx context.Context, d emulator.Impairment) (*lab.Pair, error) {
 	back := d
 	back.Loss, back.Rate = 0, 0
 	return lab.NewPair(ctx, lab.PairConfig{Emulated: &emulator.Config{AtoB: d, BtoA: back}, Backend: lab.UseEmulator})
@@ -72,7 +72,7 @@ func emulatedPair(ctx context.Context, d emulator.Direction) (*lab.Pair, error) 
 // returns after one round trip. The median guards against a scheduling
 // hiccup.
 func checkRTT(ctx context.Context, oneWay time.Duration) (Accuracy, error) {
-	p, err := emulatedPair(ctx, emulator.Direction{Delay: oneWay})
+	p, err := emulatedPair(ctx, emulator.Impairment{Delay: oneWay})
 	if err != nil {
 		return Accuracy{}, err
 	}
@@ -137,7 +137,7 @@ func checkRTT(ctx context.Context, oneWay time.Duration) (Accuracy, error) {
 // compares the emulator's forwarded IP bytes over the steady middle of
 // the test with it.
 func checkRate(ctx context.Context, version string, rate model.Bitrate) (Accuracy, error) {
-	p, err := emulatedPair(ctx, emulator.Direction{Delay: 5 * time.Millisecond, Rate: rate})
+	p, err := emulatedPair(ctx, emulator.Impairment{Delay: 5 * time.Millisecond, Rate: rate})
 	if err != nil {
 		return Accuracy{}, err
 	}
@@ -183,7 +183,7 @@ func steadyRate(ctx context.Context, p *lab.Pair, version string, d emulator.Dir
 // checkLoss pushes a test through random loss and compares the share of
 // packets dropped with its 99.9% binomial interval.
 func checkLoss(ctx context.Context, version string, loss float64) (Accuracy, error) {
-	p, err := emulatedPair(ctx, emulator.Direction{Delay: time.Millisecond, Loss: loss})
+	p, err := emulatedPair(ctx, emulator.Impairment{Delay: time.Millisecond, Loss: loss})
 	if err != nil {
 		return Accuracy{}, err
 	}

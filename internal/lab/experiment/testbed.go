@@ -45,7 +45,7 @@ func backendName(b lab.Backend) string {
 func PairConfig(path profile.Path, a, b profile.Host) lab.PairConfig {
 	return lab.PairConfig{
 		MTU:      path.MTU,
-		Emulated: &emulator.Config{AtoB: path.Direction(path.Rate), BtoA: path.Direction(path.RateBack)},
+		Emulated: &emulator.Config{AtoB: path.Impairment(path.Rate), BtoA: path.Impairment(path.RateBack)},
 		A:        hostConfig(a),
 		B:        hostConfig(b),
 	}

@@ -49,7 +49,7 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 	var beside []string
 	for _, f := range fs {
 		alarm := f.Severity == model.Critical || f.Severity == model.Warning
-		mine := f.Direction == s.Dir || f.Direction == ""
+		mine := f.Direction == s.Direction || f.Direction == ""
 		// The verdict names the limits (primary) and every warning or
 		// critical finding beside them: what the path or the hosts cost
 		// the transfer.
@@ -64,7 +64,7 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 		}
 	}
 	for _, d := range run.Summary {
-		if d.Direction == s.Dir {
+		if d.Direction == s.Direction {
 			o.Goodput = d.Goodput
 		}
 	}
