@@ -11,6 +11,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -24,7 +25,7 @@ func TestDiagnoseLab(t *testing.T) {
 	dir := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 100e6}
 	host := lab.HostConfig{WindowScaling: lab.Off}
 	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: dir, BtoA: dir}, A: host, B: host, Backend: lab.UseEmulator})
-	addr, stop, err := p.Serve(t.Context(), 0, "test")
+	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestDiagnoseBlackHole(t *testing.T) {
 	labtest.Require(t)
 	dir := emulator.Direction{Delay: 5 * time.Millisecond, Rate: 50e6, MTU: 1500, BlackHole: true}
 	p := labtest.Pair(t, lab.PairConfig{MTU: 9000, Emulated: &emulator.Config{AtoB: dir, BtoA: dir}, Backend: lab.UseEmulator})
-	addr, stop, err := p.Serve(t.Context(), 0, "test")
+	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestDiagnoseDirections(t *testing.T) {
 	up := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 10e6}
 	down := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 10e6, Loss: 0.01}
 	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: up, BtoA: down, Seed: 3}, Backend: lab.UseEmulator})
-	addr, stop, err := p.Serve(t.Context(), 0, "test")
+	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

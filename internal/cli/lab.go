@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/profile"
 	"github.com/tcpscope/tcpscope/internal/report"
 )
@@ -201,7 +202,7 @@ func labSelfTest(ctx context.Context, stdout io.Writer) error {
 	if err := labCheck(); err != nil {
 		return err
 	}
-	checks, err := lab.SelfTest(ctx, Version)
+	checks, err := experiment.SelfTest(ctx, Version)
 	if err != nil {
 		return fmt.Errorf("lab selftest: %w", err)
 	}

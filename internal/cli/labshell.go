@@ -66,7 +66,7 @@ func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdo
 		return fmt.Errorf("build the lab: %w", err)
 	}
 	defer pair.Close()
-	_, stop, err := pair.Serve(ctx, 5201, Version)
+	_, stop, err := experiment.Serve(ctx, pair, 5201, Version)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden findings")
 
 // TestRecorded diagnoses runs recorded in the lab and on loopback
-// (testdata/ID.json by TestScenarios -record, testdata/ID.VARIANT.json by
-// TestServedIperf3 -record or saved from tcpscope test --json) and
+// (testdata/ID.json by internal/lab/experiment's TestScenarios -record,
+// testdata/ID.VARIANT.json by its TestServedIperf3 -record or saved from
+// tcpscope test --json) and
 // compares the findings with the .golden.json beside each; -update
 // rewrites them. Each recording is named after the finding it must
 // produce.

@@ -13,6 +13,32 @@
 // labtest package, which skips without root and tears down even when a
 // test fails.
 //
+// # Words
+//
+// The lab and its packages (lab/emulator, lab/profile, lab/experiment,
+// lab/precision) use one vocabulary:
+//
+//   - path: the whole way between hosts A and B, both directions of it.
+//     emulator.Config is an emulated path, profile.Path a named one (rate,
+//     RTT, loss, MTU), PairConfig a path with its hosts.
+//   - direction: one way along the path, A→B or B→A: the type Dir
+//     (lab.Dir is emulator.Dir, one type for both), with AtoB carrying what
+//     A sends. A pair's counters, loss rules and impairments are per
+//     direction.
+//   - impairment: what one direction does to packets (rate, queue, loss,
+//     delay, MTU...): emulator.Impairment in the userspace emulator,
+//     lab.Impairment in the router (Pair.SetImpairment, Pair.Impairment,
+//     RouterImpairments maps the one onto the other). The emulator's
+//     impairer applies one.
+//   - model.Direction is something else: which way a test stream's data
+//     flows, client to server or server to client, whichever host is the
+//     client; model.PathFacts is what probes learn of a path, not how the
+//     lab builds one.
+//
+// lab.Path, Pair.SetPath and emulator.Direction are the old names of the
+// impairments, kept as deprecated aliases for tests outside the lab until
+// they are renamed.
+//
 // Why our own emulator and not only netem: the kernels tcpscope is developed
 // and tested on are built without sch_netem (and without fq and codel), so
 // there is no kernel delay emulation to call. What they do have is tbf,
@@ -24,13 +50,13 @@
 // in an emulated pair, below.
 //
 // Where the kernel has netem, PairConfig.Backend lets it carry an emulated
-// path instead: RouterPaths maps the emulator's configuration onto the
+// path instead: RouterImpairments maps the emulator's configuration onto the
 // router (netem for delay, duplication and Gilbert–Elliott loss, with the
 // tbf bottleneck under it), and Auto, the default, does so when netem can
 // reproduce the path as the emulator defines it: not with jitter (netem's
 // reorders), reordering (netem's skips the delay) or a fixed seed. HasNetem
 // probes in a namespace of its own. The kernels here lack netem, so its
-// namespace test skips on them; RouterPaths and the tc arguments are
+// namespace test skips on them; RouterImpairments and the tc arguments are
 // tested everywhere.
 //
 // An emulated pair (PairConfig.Emulated) has no router: A and B each get a
@@ -56,7 +82,7 @@
 //
 //   - Rate (tbf) sits on R's egress toward the receiver: A→B on R's link to
 //     B, B→A on R's link to A. Its queue is the path's bottleneck buffer;
-//     Path.Queue bounds how long a packet may wait. A tbf on the sender's
+//     Impairment.Queue bounds how long a packet may wait. A tbf on the sender's
 //     own veth (the lab's first design) is the wrong place: TCP Small
 //     Queues stop a socket once about 1 ms of its data waits in the local
 //     qdisc, so the queue never builds and the sender reports itself merely

@@ -75,8 +75,8 @@ func TestEmulatedPair(t *testing.T) {
 	if in, out := p.RouterLinks(lab.AtoB); in != "" || out != "" {
 		t.Errorf("RouterLinks = %q, %q", in, out)
 	}
-	if err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Rate: model.MbitPerSecond}); err == nil {
-		t.Error("SetPath on an emulated pair succeeded")
+	if err := p.SetImpairment(t.Context(), lab.AtoB, lab.Impairment{Rate: model.MbitPerSecond}); err == nil {
+		t.Error("SetImpairment on an emulated pair succeeded")
 	}
 	if _, err := p.A.Dial(t.Context(), "tcp", "192.0.2.1:9"); err == nil {
 		t.Error("reached an address outside the pair")
@@ -104,12 +104,8 @@ func TestEmulatedPair(t *testing.T) {
 	}
 	// The TUN devices' own goroutines (link event listeners) end
 	// shortly after Close; the emulator's have ended when it returns.
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutinesBefore && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > goroutinesBefore {
-		t.Errorf("%d goroutines after Close, %d before", n, goroutinesBefore)
+	if !eventually(func() bool { return runtime.NumGoroutine() <= goroutinesBefore }) {
+		t.Errorf("%d goroutines after Close, %d before", runtime.NumGoroutine(), goroutinesBefore)
 	}
 	if links, err := exec.Command("ip", "-o", "link", "show").Output(); err != nil || strings.Contains(string(links), "tun-") {
 		t.Errorf("the host's namespace has links:\n%s%v", links, err)
@@ -122,8 +118,8 @@ func TestEmulatedPair(t *testing.T) {
 func TestEmulatedValidate(t *testing.T) {
 	labtest.Require(t)
 	for _, cfg := range []lab.PairConfig{
-		{Emulated: &emulator.Config{}, AtoB: lab.Path{Rate: model.MbitPerSecond}},
-		{Emulated: &emulator.Config{BtoA: emulator.Direction{Loss: 2}}},
+		{Emulated: &emulator.Config{}, AtoB: lab.Impairment{Rate: model.MbitPerSecond}},
+		{Emulated: &emulator.Config{BtoA: emulator.Impairment{Loss: 2}}},
 	} {
 		if _, err := lab.NewPair(t.Context(), cfg); err == nil {
 			t.Errorf("NewPair(%+v) succeeded", cfg)
@@ -178,8 +174,8 @@ func connectTimes(t *testing.T, p *lab.Pair, n int) []time.Duration {
 func TestEmulatedDelay(t *testing.T) {
 	const oneWay = 10 * time.Millisecond
 	p := labtest.Pair(t, emulated(emulator.Config{
-		AtoB: emulator.Direction{Delay: oneWay},
-		BtoA: emulator.Direction{Delay: oneWay},
+		AtoB: emulator.Impairment{Delay: oneWay},
+		BtoA: emulator.Impairment{Delay: oneWay},
 	}))
 	want := 2 * oneWay
 	tol := 300*time.Microsecond + want/100
@@ -206,8 +202,8 @@ func TestEmulatedDelay(t *testing.T) {
 func TestEmulatedRate(t *testing.T) {
 	const rate = 100 * model.MbitPerSecond
 	p := labtest.Pair(t, emulated(emulator.Config{
-		AtoB: emulator.Direction{Rate: rate, Delay: time.Millisecond},
-		BtoA: emulator.Direction{Delay: time.Millisecond},
+		AtoB: emulator.Impairment{Rate: rate, Delay: time.Millisecond},
+		BtoA: emulator.Impairment{Delay: time.Millisecond},
 	}))
 	n, elapsed, info := transfer(t, p.A, p.B, 3*time.Second)
 	got := model.RateOf(model.Bytes(n), elapsed.Seconds())
@@ -233,7 +229,7 @@ func TestEmulatedLoss(t *testing.T) {
 	const loss = 0.01
 	// A fixed seed makes the count repeatable, so the 99% interval does
 	// not fail one run in a hundred.
-	p := labtest.Pair(t, emulated(emulator.Config{AtoB: emulator.Direction{Loss: loss}, Seed: 1}))
+	p := labtest.Pair(t, emulated(emulator.Config{AtoB: emulator.Impairment{Loss: loss}, Seed: 1}))
 	var rc net.PacketConn
 	if err := p.B.Do(func() (err error) {
 		rc, err = net.ListenPacket("udp", netip.AddrPortFrom(p.B.Addr, 0).String())
@@ -267,10 +263,15 @@ func TestEmulatedLoss(t *testing.T) {
 		if _, err := sc.Write(msg); err != nil {
 			t.Fatal(err)
 		}
-		if i%100 == 0 {
-			// Stay within A's TUN queue (500 packets) and B's socket
-			// buffer.
-			time.Sleep(time.Millisecond)
+		if i%100 == 99 {
+			// Stay within A's TUN queue (500 packets): no more than 200
+			// of ours wait in it, since the emulator has read all but
+			// the last 100 before the next 100 go. (Received may count
+			// a stray packet of the host's too, which only lets the
+			// next batch go sooner, still well within the queue.)
+			waitUntil(t, "the emulator reads A's packets", func() bool {
+				return p.Emulator().Counters(emulator.AtoB).Received >= uint64(i+1-100)
+			})
 		}
 	}
 	received := <-got
@@ -354,7 +355,7 @@ func transferFor(t *testing.T, p *lab.Pair, size int, deadline time.Duration) (r
 // arrived after 3.2 to 6.5 s in trials.
 func TestEmulatedMTU(t *testing.T) {
 	const mtu, size = 1400, 1 << 20
-	dir := emulator.Direction{MTU: mtu, Delay: time.Millisecond}
+	dir := emulator.Impairment{MTU: mtu, Delay: time.Millisecond}
 	t.Run("ICMP", func(t *testing.T) {
 		p := labtest.Pair(t, emulated(emulator.Config{AtoB: dir, BtoA: dir}))
 		got, _, c := transferFor(t, p, size, 5*time.Second)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ var (
 // Defaults for a Path's tbf.
 const (
 	// DefaultQueue is how long a packet may wait in a rate limiter's queue
-	// when Path.Queue is zero: a moderately buffered bottleneck. In trials
+	// when Impairment.Queue is zero: a moderately buffered bottleneck. In trials
 	// one flow at 100 Mbit/s (625 kB of queue) never filled it; at 10
 	// Mbit/s (62.5 kB) BBR's probing overflowed it now and then, as it
 	// would a shallow bottleneck in a real network.
@@ -83,7 +84,7 @@ type PairConfig struct {
 	Offload bool
 	// AtoB and BtoA are the impairments of each direction, in the
 	// router. They must be zero when Emulated is set.
-	AtoB, BtoA Path
+	AtoB, BtoA Impairment
 	// A and B are the hosts' settings.
 	A, B HostConfig
 	// Emulated, when set, joins A and B through the userspace path
@@ -97,14 +98,16 @@ type PairConfig struct {
 	// builds the router.
 	Emulated *emulator.Config
 	// Backend chooses what carries Emulated: the emulator, kernel netem in
-	// a router (RouterPaths), or (Auto, the zero value) netem when the
+	// a router (RouterImpairments), or (Auto, the zero value) netem when the
 	// kernel has it and it can reproduce the path, the emulator
 	// otherwise. Pair.Backend reports the choice.
 	Backend Backend
 }
 
-// Path is the impairment of one direction of the path.
-type Path struct {
+// Impairment is what the router does to the packets of one direction of
+// the path: rate, queue, loss and MTU (and, with kernel netem, delay,
+// duplication and bursty loss).
+type Impairment struct {
 	// Rate limits the direction with a token bucket (tbf) on the router's
 	// link toward the receiver; 0 means unlimited. Its queue is the
 	// path's bottleneck buffer, in R and not in the sending host. tbf counts whole frames (IP packet plus a
@@ -135,19 +138,33 @@ type Path struct {
 	// Delay, Duplicate and GE need kernel netem (sch_netem) in R, which
 	// then sits in front of the tbf: the one-way delay of the direction,
 	// the probability that a packet is sent twice, and bursty
-	// (Gilbert–Elliott) loss. NewPair and SetPath fail with ErrNoNetem
+	// (Gilbert–Elliott) loss. NewPair and SetImpairment fail with ErrNoNetem
 	// where the kernel lacks it.
 	Delay     time.Duration
 	Duplicate float64
 	GE        *emulator.GilbertElliott
 }
 
+// Path is the old name of Impairment.
+//
+// Deprecated: use Impairment. Kept for tests outside the lab (internal/perf)
+// until they are renamed.
+type Path = Impairment
+
+// SetPath is the old name of SetImpairment.
+//
+// Deprecated: use SetImpairment. Kept for tests outside the lab
+// (internal/perf) until they are renamed.
+func (p *Pair) SetPath(ctx context.Context, d Dir, imp Impairment) error {
+	return p.SetImpairment(ctx, d, imp)
+}
+
 // IsZero reports whether p leaves the direction unimpaired.
-func (p Path) IsZero() bool {
+func (p Impairment) IsZero() bool {
 	return p.Rate == 0 && p.Loss == 0 && p.MTU == 0 && !p.needsNetem()
 }
 
-// DefaultBurst is the token bucket used for rate when Path.Burst is zero:
+// DefaultBurst is the token bucket used for rate when Impairment.Burst is zero:
 // rate × 4 ms (rate/HZ at HZ=250), and at least eight full frames.
 func DefaultBurst(rate model.Bitrate, mtu int) model.Bytes {
 	if mtu <= 0 {
@@ -219,21 +236,15 @@ type HostConfig struct {
 	Sysctls map[string]string
 }
 
-// Direction names one direction of a pair's path.
-type Direction int
+// Dir names one direction of a pair's path, A→B or B→A: the emulator's
+// own type, so the router and the emulator speak of a direction alike.
+type Dir = emulator.Dir
 
 // Directions.
 const (
-	AtoB Direction = iota
-	BtoA
+	AtoB = emulator.AtoB
+	BtoA = emulator.BtoA
 )
-
-func (d Direction) String() string {
-	if d == BtoA {
-		return "B→A"
-	}
-	return "A→B"
-}
 
 // Pair is two hosts, A and B, joined through a router, R: A —veth— R
 // —veth— B; or, with PairConfig.Emulated, through the userspace emulator:
@@ -251,16 +262,16 @@ type Pair struct {
 	cfg    PairConfig
 	rlinks [2]string // R's link toward A, toward B
 
-	mu      sync.Mutex
-	paths   [2]Path // as applied, defaults resolved
-	backend Backend // what carries the path: UseEmulator or UseNetem; Auto for a plain router
-	shaped  [2]bool // a qdisc (tbf, or netem with tbf) is installed for the direction
-	netem   [2]bool // that qdisc is netem's
-	mtu     [2]bool // a route MTU is set for the direction
-	holed   [2]bool // an nft black-hole table is installed for the direction
-	lossy   [2]bool // an nft loss table is installed for the direction
-	closed  bool
-	created []string // namespaces to delete, in creation order
+	mu          sync.Mutex
+	impairments [2]Impairment // as applied, defaults resolved
+	backend     Backend       // what carries the path: UseEmulator or UseNetem; Auto for a plain router
+	shaped      [2]bool       // a qdisc (tbf, or netem with tbf) is installed for the direction
+	netem       [2]bool       // that qdisc is netem's
+	mtu         [2]bool       // a route MTU is set for the direction
+	holed       [2]bool       // an nft black-hole table is installed for the direction
+	lossy       [2]bool       // an nft loss table is installed for the direction
+	closed      bool
+	created     []string // namespaces to delete, in creation order
 
 	emu  *emulator.Emulator // the running emulator of an emulated pair
 	tuns []emulator.Device  // TUN devices not yet handed to the emulator
@@ -295,32 +306,24 @@ func (p *Pair) Backend() Backend { return p.backend }
 // its counters; nil when the pair has a router.
 func (p *Pair) Emulator() *emulator.Emulator { return p.emu }
 
-// emuDir is the emulator's name for direction d.
-func emuDir(d Direction) emulator.Dir {
-	if d == BtoA {
-		return emulator.BtoA
-	}
-	return emulator.AtoB
-}
-
-// Path returns the impairment currently applied to direction d, with
-// defaults resolved (a rate-limited Path has its Burst and Queue filled in).
-func (p *Pair) Path(d Direction) Path {
-	if !d.valid() {
-		return Path{}
+// Impairment returns the impairment currently applied to direction d, with
+// defaults resolved (a rate-limited Impairment has its Burst and Queue filled in).
+func (p *Pair) Impairment(d Dir) Impairment {
+	if !validDir(d) {
+		return Impairment{}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.paths[d]
+	return p.impairments[d]
 }
 
-func (d Direction) valid() bool { return d == AtoB || d == BtoA }
+func validDir(d Dir) bool { return d == AtoB || d == BtoA }
 
 // RouterLinks returns the names of R's links that direction d enters and
 // leaves the router by: d's loss rule sits on the ingress of in, its rate
 // limiter (tbf) on the egress of out. For AtoB, in faces A and out faces B.
 // An emulated pair has no router links: both names are empty.
-func (p *Pair) RouterLinks(d Direction) (in, out string) {
+func (p *Pair) RouterLinks(d Dir) (in, out string) {
 	if d == BtoA {
 		return p.rlinks[1], p.rlinks[0]
 	}
@@ -349,19 +352,19 @@ func (c PairConfig) validate() error {
 		return fmt.Errorf("lab: backend %v: want Auto, UseEmulator or UseNetem", c.Backend)
 	}
 	if c.Emulated != nil {
-		if c.AtoB != (Path{}) || c.BtoA != (Path{}) {
+		if c.AtoB != (Impairment{}) || c.BtoA != (Impairment{}) {
 			return errors.New("lab: an emulated path has no router: set rate and loss in the emulator's configuration, not in AtoB and BtoA")
 		}
 		if err := c.Emulated.Validate(); err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
 		if c.Backend == UseNetem {
-			if _, _, err := RouterPaths(*c.Emulated, c.MTU); err != nil {
+			if _, _, err := RouterImpairments(*c.Emulated, c.MTU); err != nil {
 				return err
 			}
 		}
 	}
-	for _, d := range []Direction{AtoB, BtoA} {
+	for _, d := range []Dir{AtoB, BtoA} {
 		p := c.AtoB
 		if d == BtoA {
 			p = c.BtoA
@@ -382,7 +385,7 @@ func (c PairConfig) validate() error {
 }
 
 // resolve checks p and fills in the defaults of a rate-limited path.
-func (p Path) resolve(mtu int) (Path, error) {
+func (p Impairment) resolve(mtu int) (Impairment, error) {
 	switch {
 	case math.IsNaN(float64(p.Rate)) || p.Rate < 0 || math.IsInf(float64(p.Rate), 0):
 		return p, fmt.Errorf("rate %v: want a finite rate ≥ 0", p.Rate)
@@ -429,12 +432,12 @@ func (p Path) resolve(mtu int) (Path, error) {
 
 // limit is the tbf queue size in bytes: the bucket plus Queue's worth of
 // rate, which is what tc computes from "latency".
-func (p Path) limit() model.Bytes {
+func (p Impairment) limit() model.Bytes {
 	return p.Burst + model.Bytes(math.Ceil(p.Rate.BytesPerSecond()*p.Queue.Seconds()))
 }
 
 // tbfArgs is the tc command (after "tc -n NS") that installs p on link.
-func (p Path) tbfArgs(link string) []string {
+func (p Impairment) tbfArgs(link string) []string {
 	return []string{
 		"qdisc", "replace", "dev", link, "root", "tbf",
 		"rate", strconv.FormatInt(int64(math.Round(float64(p.Rate))), 10) + "bit",
@@ -450,7 +453,7 @@ func lossThreshold(p float64) uint64 {
 
 // nftTable is the nftables table, in the router, that holds the loss rule
 // of direction d. Both directions' tables live in R, so each has its own.
-func nftTable(d Direction) string {
+func nftTable(d Dir) string {
 	if d == BtoA {
 		return "tcpscope_btoa"
 	}

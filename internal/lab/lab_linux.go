@@ -176,32 +176,14 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
-	// router is what the router carries: cfg's own paths, or the
-	// emulated path's when netem carries it.
-	router := cfg
-	backend := Auto
-	if cfg.Emulated != nil {
-		if backend, err = chooseBackend(ctx, cfg); err != nil {
-			return nil, err
-		}
-		if backend == UseNetem {
-			router.AtoB, router.BtoA, _ = RouterPaths(*cfg.Emulated, cfg.MTU) // checked by chooseBackend
-			router.Emulated = nil
-		}
+	router, backend, err := planRouter(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
 	if router.Emulated == nil {
 		// Fail before building anything rather than halfway.
-		for _, path := range []Path{router.AtoB, router.BtoA} {
-			if path.Loss > 0 || path.BlackHole {
-				if _, err := toolPath("nft"); err != nil {
-					return nil, err
-				}
-			}
-			if path.needsNetem() {
-				if err := HasNetem(ctx); err != nil {
-					return nil, err
-				}
-			}
+		if err := routerTools(ctx, router); err != nil {
+			return nil, err
 		}
 	}
 	p := &Pair{cfg: cfg, backend: backend}
@@ -212,14 +194,89 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 			}
 		}
 	}()
-
-	pid := os.Getpid()
 	emulated := router.Emulated != nil
-	var seq uint32
-	var nsA, nsB, nsR string
+	if err := p.build(ctx, emulated); err != nil {
+		return nil, err
+	}
+	if err := p.configureHosts(cfg.A, cfg.B); err != nil {
+		return nil, err
+	}
+	if emulated {
+		return p, p.startEmulator(*cfg.Emulated)
+	}
+	if err := p.SetImpairment(ctx, AtoB, router.AtoB); err != nil {
+		return nil, err
+	}
+	if err := p.SetImpairment(ctx, BtoA, router.BtoA); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planRouter returns what the router carries (cfg's own impairments, or
+// the emulated path's when netem carries it; no router when the emulator
+// does) and the backend that carries an emulated path.
+func planRouter(ctx context.Context, cfg PairConfig) (PairConfig, Backend, error) {
+	router := cfg
+	if cfg.Emulated == nil {
+		return router, Auto, nil
+	}
+	backend, err := chooseBackend(ctx, cfg)
+	if err != nil {
+		return router, backend, err
+	}
+	if backend == UseNetem {
+		router.AtoB, router.BtoA, _ = RouterImpairments(*cfg.Emulated, cfg.MTU) // checked by chooseBackend
+		router.Emulated = nil
+	}
+	return router, backend, nil
+}
+
+// routerTools checks that this host has what the router's impairments need: nft
+// for loss and black holes, the netem qdisc for what only netem does.
+func routerTools(ctx context.Context, router PairConfig) error {
+	for _, imp := range []Impairment{router.AtoB, router.BtoA} {
+		if imp.Loss > 0 || imp.BlackHole {
+			if _, err := toolPath("nft"); err != nil {
+				return err
+			}
+		}
+		if imp.needsNetem() {
+			if err := HasNetem(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// build creates the pair's namespaces and joins A and B: by TUN devices
+// when emulated, else through router R.
+func (p *Pair) build(ctx context.Context, emulated bool) error {
+	pid := os.Getpid()
+	seq, err := p.addNamespaces(ctx, pid, emulated)
+	if err != nil {
+		return err
+	}
+	nsA, nsB, nsR := nsNames(pid, seq)
+	prefixA, prefixB := linkPrefixes(pid, seq)
+	p.A = &Host{Name: nsA, Link: linkAR, Addr: hostAddr(prefixA), Prefix: prefixA}
+	p.B = &Host{Name: nsB, Link: linkBR, Addr: hostAddr(prefixB), Prefix: prefixB}
+	if emulated {
+		p.A.Link, p.B.Link = tunA, tunB
+		return p.joinByTUN(ctx)
+	}
+	p.R = &Host{Name: nsR, Link: linkRA, Addr: routerAddr(prefixA), Prefix: prefixA}
+	p.rlinks = [2]string{linkRA, linkRB}
+	return p.joinByRouter(ctx)
+}
+
+// addNamespaces adds the pair's namespaces (A, R and B; no R when
+// emulated) under a fresh sequence number, which it returns.
+func (p *Pair) addNamespaces(ctx context.Context, pid int, emulated bool) (uint32, error) {
 	for attempt := 0; ; attempt++ {
-		seq = pairSeq.Add(1)
-		nsA, nsB, nsR = nsNames(pid, seq)
+		seq := pairSeq.Add(1)
+		nsA, nsB, nsR := nsNames(pid, seq)
 		names := []string{nsA, nsR, nsB}
 		if emulated {
 			names = []string{nsA, nsB} // no router
@@ -236,65 +293,46 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 		if stderrHas(err, "File exists") && attempt < 16 {
 			continue
 		}
-		if err != nil {
-			return nil, err
-		}
-		break
+		return seq, err
 	}
+}
 
-	prefixA, prefixB := linkPrefixes(pid, seq)
-	p.A = &Host{Name: nsA, Link: linkAR, Addr: hostAddr(prefixA), Prefix: prefixA}
-	p.B = &Host{Name: nsB, Link: linkBR, Addr: hostAddr(prefixB), Prefix: prefixB}
-	if emulated {
-		p.A.Link, p.B.Link = tunA, tunB
-		if err := p.joinByTUN(ctx); err != nil {
-			return nil, err
-		}
-	} else {
-		p.R = &Host{Name: nsR, Link: linkRA, Addr: routerAddr(prefixA), Prefix: prefixA}
-		p.rlinks = [2]string{linkRA, linkRB}
-		if err := p.joinByRouter(ctx); err != nil {
-			return nil, err
-		}
-	}
-
+// configureHosts applies each host's TCP settings and checks the
+// host-wide ones it asks for.
+func (p *Pair) configureHosts(a, b HostConfig) error {
 	for _, hc := range []struct {
 		h   *Host
 		cfg HostConfig
-	}{{p.A, cfg.A}, {p.B, cfg.B}} {
-		list, _ := hc.cfg.sysctls() // validated above
+	}{{p.A, a}, {p.B, b}} {
+		list, _ := hc.cfg.sysctls() // validated by NewPair
 		for _, s := range list {
 			if err := hc.h.SetSysctl(s.key, s.value); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if err := hc.h.requireHostWide("net.core.rmem_max", int64(hc.cfg.RmemMax)); err != nil {
-			return nil, err
+			return err
 		}
 		if err := hc.h.requireHostWide("net.core.wmem_max", int64(hc.cfg.WmemMax)); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	if emulated {
-		// The emulator lives until Close, not until ctx ends: ctx bounds
-		// the building only, as it does for the router's commands.
-		e, err := emulator.Start(context.Background(), *cfg.Emulated, p.tuns[0], p.tuns[1])
-		if err != nil {
-			return nil, fmt.Errorf("lab: %w", err)
-		}
-		p.mu.Lock()
-		p.emu, p.tuns = e, nil
-		p.mu.Unlock()
-		return p, nil
+// startEmulator runs the emulator between the hosts' TUN devices, which
+// it takes over. It lives until Close, not until NewPair's context ends:
+// that context bounds the building only, as it does for the router's
+// commands.
+func (p *Pair) startEmulator(cfg emulator.Config) error {
+	e, err := emulator.Start(context.Background(), cfg, p.tuns[0], p.tuns[1])
+	if err != nil {
+		return fmt.Errorf("lab: %w", err)
 	}
-	if err := p.SetPath(ctx, AtoB, router.AtoB); err != nil {
-		return nil, err
-	}
-	if err := p.SetPath(ctx, BtoA, router.BtoA); err != nil {
-		return nil, err
-	}
-	return p, nil
+	p.mu.Lock()
+	p.emu, p.tuns = e, nil
+	p.mu.Unlock()
+	return nil
 }
 
 // chooseBackend resolves cfg.Backend for an emulated path.
@@ -303,7 +341,7 @@ func chooseBackend(ctx context.Context, cfg PairConfig) (Backend, error) {
 	case UseEmulator:
 		return UseEmulator, nil
 	case UseNetem:
-		if _, _, err := RouterPaths(*cfg.Emulated, cfg.MTU); err != nil {
+		if _, _, err := RouterImpairments(*cfg.Emulated, cfg.MTU); err != nil {
 			return 0, err
 		}
 		if err := HasNetem(ctx); err != nil {
@@ -311,7 +349,7 @@ func chooseBackend(ctx context.Context, cfg PairConfig) (Backend, error) {
 		}
 		return UseNetem, nil
 	}
-	if _, _, err := RouterPaths(*cfg.Emulated, cfg.MTU); err != nil {
+	if _, _, err := RouterImpairments(*cfg.Emulated, cfg.MTU); err != nil {
 		return UseEmulator, nil
 	}
 	if HasNetem(ctx) != nil {
@@ -482,13 +520,13 @@ func (p *Pair) addNetns(ctx context.Context, name string) error {
 	return nil
 }
 
-// SetPath replaces the impairment of direction d, in the router. A zero
-// Path removes it.
-func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
-	if !d.valid() {
+// SetImpairment replaces the impairment of direction d, in the router. A
+// zero Impairment removes it.
+func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
+	if !validDir(d) {
 		return fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
 	}
-	r, err := path.resolve(p.cfg.mtu())
+	r, err := imp.resolve(p.cfg.mtu())
 	if err != nil {
 		return fmt.Errorf("lab: %s: %w", d, err)
 	}
@@ -532,7 +570,7 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 			if err := tc(args...); err != nil {
 				return err
 			}
-		} else if p.paths[d].Rate > 0 {
+		} else if p.impairments[d].Rate > 0 {
 			_ = tc("qdisc", "del", "dev", out, "parent", "1:1") // none there is fine
 		}
 	case r.Rate > 0:
@@ -541,8 +579,8 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		}
 		p.shaped[d] = true
 	}
-	p.paths[d].Rate, p.paths[d].Burst, p.paths[d].Queue = r.Rate, r.Burst, r.Queue
-	p.paths[d].Delay, p.paths[d].Duplicate, p.paths[d].GE = r.Delay, r.Duplicate, r.GE
+	p.impairments[d].Rate, p.impairments[d].Burst, p.impairments[d].Queue = r.Rate, r.Burst, r.Queue
+	p.impairments[d].Delay, p.impairments[d].Duplicate, p.impairments[d].GE = r.Delay, r.Duplicate, r.GE
 
 	if r.MTU > 0 || p.mtu[d] {
 		if err := p.routeMTU(ctx, d, out, r.MTU); err != nil {
@@ -556,7 +594,7 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		}
 		p.holed[d] = r.BlackHole
 	}
-	p.paths[d].MTU, p.paths[d].BlackHole = r.MTU, r.BlackHole
+	p.impairments[d].MTU, p.impairments[d].BlackHole = r.MTU, r.BlackHole
 
 	if r.Loss > 0 || p.lossy[d] {
 		if _, err := nft(ctx, p.R.Name, lossScript(nftTable(d), in, r.Loss), "-f", "-"); err != nil {
@@ -564,14 +602,14 @@ func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error {
 		}
 		p.lossy[d] = r.Loss > 0
 	}
-	p.paths[d].Loss = r.Loss
+	p.impairments[d].Loss = r.Loss
 	return nil
 }
 
 // routeMTU sets (mtu > 0) or clears R's route MTU toward direction d's
 // receiver, whose subnet lies behind out. Forwarding honours a route's MTU
 // over the link's, so only this direction is limited.
-func (p *Pair) routeMTU(ctx context.Context, d Direction, out string, mtu int) error {
+func (p *Pair) routeMTU(ctx context.Context, d Dir, out string, mtu int) error {
 	dst := p.B.Prefix
 	if d == BtoA {
 		dst = p.A.Prefix
@@ -589,8 +627,8 @@ func (p *Pair) routeMTU(ctx context.Context, d Direction, out string, mtu int) e
 // dropped since it was last set. On an emulated pair it is the emulator's
 // random and Gilbert–Elliott losses since the pair was built (its Counters
 // tell the causes apart).
-func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
-	if !d.valid() {
+func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) {
+	if !validDir(d) {
 		return 0, fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)
 	}
 	p.mu.Lock()
@@ -600,7 +638,7 @@ func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) {
 		return 0, fmt.Errorf("lab: %s: pair is closed", d)
 	}
 	if emu != nil {
-		c := emu.Counters(emuDir(d))
+		c := emu.Counters(d)
 		return c.DroppedLoss + c.DroppedGE, nil
 	}
 	if !lossy {

@@ -453,7 +453,7 @@ func TestRmemMaxHostWide(t *testing.T) {
 }
 
 func TestRate(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{Rate: 100 * model.MbitPerSecond}})
 	toA, toB := p.RouterLinks(lab.AtoB) // A→B enters R from A and leaves toward B
 	qdisc := func(h *lab.Host, link string) string {
 		return output(t, h, "tc", "qdisc", "show", "dev", link)
@@ -470,24 +470,24 @@ func TestRate(t *testing.T) {
 			t.Errorf("only A→B is limited, in R toward B, but %s %s has:\n%s", c.h.Name, c.link, qd)
 		}
 	}
-	if got := p.Path(lab.AtoB); got.Burst != 50_000 || got.Queue != lab.DefaultQueue {
-		t.Errorf("Path(AtoB) = %+v, want the resolved defaults", got)
+	if got := p.Impairment(lab.AtoB); got.Burst != 50_000 || got.Queue != lab.DefaultQueue {
+		t.Errorf("Impairment(AtoB) = %+v, want the resolved defaults", got)
 	}
 
 	ctx := t.Context()
-	if err := p.SetPath(ctx, lab.AtoB, lab.Path{Rate: 20 * model.MbitPerSecond}); err != nil {
+	if err := p.SetImpairment(ctx, lab.AtoB, lab.Impairment{Rate: 20 * model.MbitPerSecond}); err != nil {
 		t.Fatal(err)
 	}
 	if qd := qdisc(p.R, toB); !strings.Contains(qd, "rate 20Mbit") {
-		t.Errorf("after SetPath(20 Mbit/s):\n%s", qd)
+		t.Errorf("after SetImpairment(20 Mbit/s):\n%s", qd)
 	}
-	if err := p.SetPath(ctx, lab.BtoA, lab.Path{Rate: 5 * model.MbitPerSecond}); err != nil {
+	if err := p.SetImpairment(ctx, lab.BtoA, lab.Impairment{Rate: 5 * model.MbitPerSecond}); err != nil {
 		t.Fatal(err)
 	}
 	if qd := qdisc(p.R, toA); !strings.Contains(qd, "rate 5Mbit") {
 		t.Errorf("B→A at 5 Mbit/s, R's qdisc toward A:\n%s", qd)
 	}
-	if err := p.SetPath(ctx, lab.AtoB, lab.Path{}); err != nil {
+	if err := p.SetImpairment(ctx, lab.AtoB, lab.Impairment{}); err != nil {
 		t.Fatal(err)
 	}
 	if qd := qdisc(p.R, toB); strings.Contains(qd, "tbf") {
@@ -499,7 +499,7 @@ func TestRate(t *testing.T) {
 }
 
 func TestLossRule(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{BtoA: lab.Path{Loss: 0.05}})
+	p := labtest.Pair(t, lab.PairConfig{BtoA: lab.Impairment{Loss: 0.05}})
 	// B→A loss drops on arrival in R from B.
 	fromB, _ := p.RouterLinks(lab.BtoA)
 	rules := output(t, p.R, "nft", "list", "ruleset")
@@ -518,14 +518,14 @@ func TestLossRule(t *testing.T) {
 	}
 	// Both directions lossy: two rules side by side; removing one keeps
 	// the other.
-	if err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Loss: 0.02}); err != nil {
+	if err := p.SetImpairment(t.Context(), lab.AtoB, lab.Impairment{Loss: 0.02}); err != nil {
 		t.Fatal(err)
 	}
 	fromA, _ := p.RouterLinks(lab.AtoB)
 	if rules := output(t, p.R, "nft", "list", "ruleset"); strings.Count(rules, "numgen") != 2 || !strings.Contains(rules, `device "`+fromA+`"`) {
 		t.Errorf("with loss both ways R has:\n%s", rules)
 	}
-	if err := p.SetPath(t.Context(), lab.BtoA, lab.Path{}); err != nil {
+	if err := p.SetImpairment(t.Context(), lab.BtoA, lab.Impairment{}); err != nil {
 		t.Fatal(err)
 	}
 	if rules := output(t, p.R, "nft", "list", "ruleset"); strings.Contains(rules, fromB) || !strings.Contains(rules, "< 20000000") {
@@ -587,9 +587,9 @@ func TestCommandErrors(t *testing.T) {
 	// Deleting one veth end deletes both; tc then has no device.
 	_, toB := p.RouterLinks(lab.AtoB)
 	output(t, p.B, "ip", "link", "del", p.B.Link)
-	err := p.SetPath(t.Context(), lab.AtoB, lab.Path{Rate: model.MbitPerSecond})
+	err := p.SetImpairment(t.Context(), lab.AtoB, lab.Impairment{Rate: model.MbitPerSecond})
 	if err == nil {
-		t.Fatal("SetPath on a deleted link succeeded")
+		t.Fatal("SetImpairment on a deleted link succeeded")
 	}
 	msg := err.Error()
 	for _, want := range []string{"lab: tc -n " + p.R.Name + " qdisc replace dev " + toB + " root tbf", "Cannot find device", "exit status"} {
@@ -667,7 +667,7 @@ func transfer(t *testing.T, from, to *lab.Host, dur time.Duration) (n int64, ela
 // 95.6 Mbit/s of TCP payload (1448 of every 1514 bytes). The window allows
 // for scheduling noise, not for a mis-sized bucket or queue.
 func TestThroughput(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{Rate: 100 * model.MbitPerSecond}})
 	n, elapsed, info := transfer(t, p.A, p.B, 3*time.Second)
 	got := model.RateOf(model.Bytes(n), elapsed.Seconds())
 	t.Logf("%s in %v: %v, %d retransmitted", model.Bytes(n), elapsed.Round(time.Millisecond), got, info.Total_retrans)
@@ -680,11 +680,11 @@ func TestThroughput(t *testing.T) {
 // both directions: the sender retransmits.
 func TestLossCounted(t *testing.T) {
 	labtest.Require(t)
-	for _, d := range []lab.Direction{lab.AtoB, lab.BtoA} {
+	for _, d := range []lab.Dir{lab.AtoB, lab.BtoA} {
 		t.Run(d.String(), func(t *testing.T) {
-			cfg := lab.PairConfig{AtoB: lab.Path{Loss: 0.01}}
+			cfg := lab.PairConfig{AtoB: lab.Impairment{Loss: 0.01}}
 			if d == lab.BtoA {
-				cfg = lab.PairConfig{BtoA: lab.Path{Loss: 0.01}}
+				cfg = lab.PairConfig{BtoA: lab.Impairment{Loss: 0.01}}
 			}
 			p := labtest.Pair(t, cfg)
 			from, to := p.A, p.B
@@ -704,10 +704,15 @@ func TestLossCounted(t *testing.T) {
 			}
 			// The drop happens beyond the sender, in R, so TCP must see
 			// it as loss and retransmit; a drop inside the sender would
-			// not. Every drop costs a retransmission; spurious ones (a
-			// retransmission timer firing early) only add to them.
-			if uint64(info.Total_retrans) < dropped {
-				t.Errorf("%d drops but only %d retransmissions", dropped, info.Total_retrans)
+			// not. Every drop of data costs a retransmission; spurious
+			// ones (a retransmission timer firing early) only add to
+			// them. Two packets the sender sends carry no data and are
+			// never sent again: the handshake's last ACK (the first data
+			// segment acknowledges the same) and its ACK of the
+			// receiver's FIN; the rule may drop them too (151 drops
+			// against 150 retransmissions failed a run here).
+			if uint64(info.Total_retrans)+2 < dropped {
+				t.Errorf("%d drops but only %d retransmissions (and at most 2 drops of packets without data)", dropped, info.Total_retrans)
 			}
 			if back, err := p.Dropped(t.Context(), 1-d); back != 0 || err != nil {
 				t.Errorf("%s has no loss rule but Dropped = %d, %v", 1-d, back, err)
@@ -723,7 +728,7 @@ func TestLossCounted(t *testing.T) {
 // kernel's own limited-time counters say so.
 func TestReceiveWindowLimited(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{
-		AtoB: lab.Path{Rate: 100 * model.MbitPerSecond},
+		AtoB: lab.Impairment{Rate: 100 * model.MbitPerSecond},
 		B: lab.HostConfig{
 			WindowScaling: lab.Off,
 			Rmem:          lab.BufferSizes{Min: 4096, Default: 64 * model.KiB, Max: 64 * model.KiB},
@@ -816,15 +821,10 @@ func TestClean(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- left.Wait() }()
 	defer left.Process.Kill()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", left.Process.Pid)); l != "" && l != selfNetns(t) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ip netns exec did not enter the namespace")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "ip netns exec enters the namespace", func() bool {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", left.Process.Pid))
+		return l != "" && l != selfNetns(t)
+	})
 	c, err := lab.Clean(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -851,13 +851,13 @@ func TestChildProcess(t *testing.T) {
 	if mode == "" {
 		t.Skip("helper of TestTeardown; runs only in its child process")
 	}
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 10 * model.MbitPerSecond, Loss: 0.01}})
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{Rate: 10 * model.MbitPerSecond, Loss: 0.01}})
 	fmt.Printf("PAIR %s %s %s\n", p.A.Name, p.B.Name, p.R.Name)
 	switch mode {
 	case "fatal":
 		t.Fatal("failing on purpose after building a pair")
 	case "wait":
-		time.Sleep(20 * time.Second) // the parent signals long before
+		waitToBeEnded(t) // by the parent's signal
 	case "shell":
 		// As a lab shell with a job in the background: the shell is
 		// this process's child, the job is not.
@@ -866,8 +866,16 @@ func TestChildProcess(t *testing.T) {
 		if err := sh.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Second) // the parent kills this process long before
+		waitToBeEnded(t) // by the parent's SIGKILL
 	}
+}
+
+// waitToBeEnded keeps this child process alive for its parent to end it
+// (nothing here is waited for: the parent's signal is the end), and fails
+// the child if that has not come within 20 s.
+func waitToBeEnded(t *testing.T) {
+	time.Sleep(20 * time.Second)
+	t.Fatal("the parent did not end this process within 20 s")
 }
 
 // TestTeardown checks every way a test binary can end: a failing test and
@@ -1009,6 +1017,27 @@ func TestKilledShellLeavesNothing(t *testing.T) {
 	}
 }
 
+// eventually polls cond until it holds or 5 s pass, and reports whether
+// it held: a wait on a condition with a deadline, for states nothing
+// signals (a process's namespace, goroutines ending).
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// waitUntil fails the test unless cond holds within 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !eventually(cond) {
+		t.Fatalf("%s: not within 5 s", what)
+	}
+}
+
 // gone reports whether process pid has ended (or become a zombie, dead
 // but not yet reaped), waiting up to wait for it.
 func gone(pid int, wait time.Duration) bool {
@@ -1099,7 +1128,7 @@ func TestHostMSS(t *testing.T) {
 // full-size segments never arrive.
 func TestRouterMTU(t *testing.T) {
 	const mtu, size = 1400, 1 << 20
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{MTU: mtu}})
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{MTU: mtu}})
 	got, _, c := transferFor(t, p, size, 5*time.Second)
 	info := tcpInfo(t, c)
 	t.Logf("A→B: %d of %d bytes, sender path MTU %d, mss %d", got, size, info.Pmtu, info.Snd_mss)
@@ -1114,7 +1143,7 @@ func TestRouterMTU(t *testing.T) {
 	}
 
 	// Black hole: the same MTU, R's answers dropped.
-	q := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{MTU: mtu, BlackHole: true}})
+	q := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{MTU: mtu, BlackHole: true}})
 	got, _, c = transferFor(t, q, size, 2*time.Second)
 	info = tcpInfo(t, c)
 	t.Logf("black hole: %d bytes in 2 s, sender path MTU %d, %d retransmissions", got, info.Pmtu, info.Total_retrans)
@@ -1122,14 +1151,14 @@ func TestRouterMTU(t *testing.T) {
 		t.Errorf("through a black hole: %d bytes arrived, path MTU %d, %d retransmissions", got, info.Pmtu, info.Total_retrans)
 	}
 	// Removing the MTU restores the route; the black hole goes with it.
-	if err := q.SetPath(t.Context(), lab.AtoB, lab.Path{}); err != nil {
+	if err := q.SetImpairment(t.Context(), lab.AtoB, lab.Impairment{}); err != nil {
 		t.Fatal(err)
 	}
 	if route := output(t, q.R, "ip", "route", "show", q.B.Prefix.Masked().String()); strings.Contains(route, "mtu") {
-		t.Errorf("after SetPath(zero), R's route toward B: %s", route)
+		t.Errorf("after SetImpairment(zero), R's route toward B: %s", route)
 	}
 	if tables := output(t, q.R, "nft", "list", "tables"); strings.Contains(tables, "mtu") {
-		t.Errorf("after SetPath(zero), R's nft tables: %s", tables)
+		t.Errorf("after SetImpairment(zero), R's nft tables: %s", tables)
 	}
 }
 
@@ -1143,8 +1172,8 @@ func TestNetem(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	dir := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 50 * model.MbitPerSecond}
-	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: dir, BtoA: emulator.Direction{Delay: 10 * time.Millisecond}}})
+	dir := emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 50 * model.MbitPerSecond}
+	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: dir, BtoA: emulator.Impairment{Delay: 10 * time.Millisecond}}})
 	if p.Backend() != lab.UseNetem || p.R == nil {
 		t.Fatalf("Auto chose %v for a path netem can carry", p.Backend())
 	}
@@ -1163,7 +1192,7 @@ func TestNetem(t *testing.T) {
 // missing or cannot carry the path; asking for netem without it fails.
 func TestBackendChoice(t *testing.T) {
 	labtest.Require(t)
-	jittery := emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond, Jitter: 100 * time.Microsecond}}
+	jittery := emulator.Config{AtoB: emulator.Impairment{Delay: time.Millisecond, Jitter: 100 * time.Microsecond}}
 	p := labtest.Pair(t, lab.PairConfig{Emulated: &jittery})
 	if p.Backend() != lab.UseEmulator || p.Emulator() == nil {
 		t.Errorf("a jittered path: backend %v", p.Backend())
@@ -1171,7 +1200,7 @@ func TestBackendChoice(t *testing.T) {
 	if lab.HasNetem(t.Context()) == nil {
 		return
 	}
-	plain := emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond}}
+	plain := emulator.Config{AtoB: emulator.Impairment{Delay: time.Millisecond}}
 	q := labtest.Pair(t, lab.PairConfig{Emulated: &plain})
 	if q.Backend() != lab.UseEmulator {
 		t.Errorf("without netem, Auto chose %v", q.Backend())
@@ -1185,7 +1214,7 @@ func TestBackendChoice(t *testing.T) {
 	if !errors.Is(err, lab.ErrNoNetem) {
 		t.Errorf("netem asked for without netem: %v", err)
 	}
-	_, err = lab.NewPair(t.Context(), lab.PairConfig{AtoB: lab.Path{Delay: time.Millisecond}})
+	_, err = lab.NewPair(t.Context(), lab.PairConfig{AtoB: lab.Impairment{Delay: time.Millisecond}})
 	if !errors.Is(err, lab.ErrNoNetem) {
 		t.Errorf("a router delay without netem: %v", err)
 	}

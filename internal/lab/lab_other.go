@@ -17,11 +17,13 @@ func NewPair(ctx context.Context, cfg PairConfig) (*Pair, error) { return nil, E
 // Clean reports ErrNotSupported.
 func Clean(ctx context.Context) (Cleaned, error) { return Cleaned{}, ErrNotSupported }
 
-// SetPath reports ErrNotSupported.
-func (p *Pair) SetPath(ctx context.Context, d Direction, path Path) error { return ErrNotSupported }
+// SetImpairment reports ErrNotSupported.
+func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
+	return ErrNotSupported
+}
 
 // Dropped reports ErrNotSupported.
-func (p *Pair) Dropped(ctx context.Context, d Direction) (uint64, error) { return 0, ErrNotSupported }
+func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) { return 0, ErrNotSupported }
 
 // Close has nothing to remove.
 func (p *Pair) Close() error { return nil }

@@ -33,7 +33,7 @@ func TestDefaultBurst(t *testing.T) {
 }
 
 func TestPathResolveAndTBF(t *testing.T) {
-	p, err := Path{Rate: 100 * model.MbitPerSecond}.resolve(1500)
+	p, err := Impairment{Rate: 100 * model.MbitPerSecond}.resolve(1500)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestPathResolveAndTBF(t *testing.T) {
 		t.Errorf("tbf args:\n got %s\nwant %s", got, want)
 	}
 
-	p, err = Path{Rate: 10 * model.MbitPerSecond, Burst: 20_000, Queue: 10 * time.Millisecond}.resolve(1500)
+	p, err = Impairment{Rate: 10 * model.MbitPerSecond, Burst: 20_000, Queue: 10 * time.Millisecond}.resolve(1500)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +58,8 @@ func TestPathResolveAndTBF(t *testing.T) {
 	}
 
 	// Without a rate, burst and queue are meaningless and dropped.
-	p, err = Path{Burst: 1, Queue: time.Second, Loss: 0.5}.resolve(1500)
-	if err != nil || p != (Path{Loss: 0.5}) {
+	p, err = Impairment{Burst: 1, Queue: time.Second, Loss: 0.5}.resolve(1500)
+	if err != nil || p != (Impairment{Loss: 0.5}) {
 		t.Errorf("loss-only path resolved to %+v, %v", p, err)
 	}
 }
@@ -67,16 +67,16 @@ func TestPathResolveAndTBF(t *testing.T) {
 func TestPathResolveRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		p    Path
+		p    Impairment
 		want string
 	}{
-		{"negative rate", Path{Rate: -1}, "rate"},
-		{"tiny rate", Path{Rate: 100}, "at least 8 kbit/s"},
-		{"loss above 1", Path{Loss: 1.5}, "probability"},
-		{"negative loss", Path{Loss: -0.1}, "probability"},
-		{"loss below resolution", Path{Loss: 1e-12}, "resolution"},
-		{"burst below a frame", Path{Rate: model.MbitPerSecond, Burst: 1000}, "smaller than one frame"},
-		{"negative queue", Path{Rate: model.MbitPerSecond, Queue: -time.Second}, "negative"},
+		{"negative rate", Impairment{Rate: -1}, "rate"},
+		{"tiny rate", Impairment{Rate: 100}, "at least 8 kbit/s"},
+		{"loss above 1", Impairment{Loss: 1.5}, "probability"},
+		{"negative loss", Impairment{Loss: -0.1}, "probability"},
+		{"loss below resolution", Impairment{Loss: 1e-12}, "resolution"},
+		{"burst below a frame", Impairment{Rate: model.MbitPerSecond, Burst: 1000}, "smaller than one frame"},
+		{"negative queue", Impairment{Rate: model.MbitPerSecond, Queue: -time.Second}, "negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.p.resolve(1500)
@@ -91,7 +91,7 @@ func TestPairConfigValidate(t *testing.T) {
 	if err := (PairConfig{}).validate(); err != nil {
 		t.Errorf("zero config: %v", err)
 	}
-	if err := (PairConfig{MTU: 9000, Emulated: &emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond}}}).validate(); err != nil {
+	if err := (PairConfig{MTU: 9000, Emulated: &emulator.Config{AtoB: emulator.Impairment{Delay: time.Millisecond}}}).validate(); err != nil {
 		t.Errorf("emulated config: %v", err)
 	}
 	for _, tc := range []struct {
@@ -99,13 +99,13 @@ func TestPairConfigValidate(t *testing.T) {
 		want string
 	}{
 		{PairConfig{MTU: 40}, "MTU 40"},
-		{PairConfig{BtoA: Path{Loss: 2}}, "B→A"},
+		{PairConfig{BtoA: Impairment{Loss: 2}}, "B→A"},
 		{PairConfig{B: HostConfig{Rmem: BufferSizes{Min: 10, Default: 5, Max: 20}}}, "host B"},
 		{PairConfig{A: HostConfig{Sysctls: map[string]string{"kernel.pid_max": "1"}}}, "only net.*"},
 		{PairConfig{A: HostConfig{SACK: Toggle(9)}}, "bad toggle"},
-		{PairConfig{Emulated: &emulator.Config{}, AtoB: Path{Loss: 0.1}}, "no router"},
-		{PairConfig{Emulated: &emulator.Config{}, BtoA: Path{Queue: time.Second}}, "no router"},
-		{PairConfig{Emulated: &emulator.Config{BtoA: emulator.Direction{MTU: 20}}}, "B→A: MTU 20"},
+		{PairConfig{Emulated: &emulator.Config{}, AtoB: Impairment{Loss: 0.1}}, "no router"},
+		{PairConfig{Emulated: &emulator.Config{}, BtoA: Impairment{Queue: time.Second}}, "no router"},
+		{PairConfig{Emulated: &emulator.Config{BtoA: emulator.Impairment{MTU: 20}}}, "B→A: MTU 20"},
 	} {
 		if err := tc.cfg.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("validate(%+v) = %v, want an error containing %q", tc.cfg, err, tc.want)

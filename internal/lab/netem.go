@@ -23,7 +23,7 @@ const (
 	// UseEmulator: the userspace emulator over TUN devices.
 	UseEmulator
 	// UseNetem: the router R with kernel qdiscs, netem for delay, tbf for
-	// the bottleneck (see RouterPaths).
+	// the bottleneck (see RouterImpairments).
 	UseNetem
 )
 
@@ -55,8 +55,8 @@ var ErrNoNetem = errors.New("lab: this kernel has no netem qdisc (sch_netem)")
 // bottleneck's drop-tail queue is tbf's limit, not this.
 const netemLimit = 1_000_000
 
-// RouterPaths translates an emulator configuration into the router's
-// per-direction Paths, for the netem backend, or says why netem cannot
+// RouterImpairments translates an emulator configuration into the router's
+// impairment of each direction, for the netem backend, or says why netem cannot
 // reproduce it as the emulator defines it:
 //   - jitter: netem sorts jittered packets by their send time, so they
 //     overtake each other, where the emulator's jitter never reorders;
@@ -73,26 +73,26 @@ const netemLimit = 1_000_000
 // raised by (MTU+14)/MTU: full-size packets then cross at exactly the
 // emulator's rate (small ones, ACKs, slightly slower). The queue becomes
 // bytes (packets × MTU, or time × rate).
-func RouterPaths(c emulator.Config, mtu int) (atob, btoa Path, err error) {
+func RouterImpairments(c emulator.Config, mtu int) (atob, btoa Impairment, err error) {
 	if err := c.Validate(); err != nil {
-		return Path{}, Path{}, fmt.Errorf("lab: %w", err)
+		return Impairment{}, Impairment{}, fmt.Errorf("lab: %w", err)
 	}
 	if c.Seed != 0 {
-		return Path{}, Path{}, errors.New("lab: netem cannot seed its randomness; use the emulator for a repeatable path")
+		return Impairment{}, Impairment{}, errors.New("lab: netem cannot seed its randomness; use the emulator for a repeatable path")
 	}
 	if mtu == 0 {
 		mtu = defaultMTU
 	}
-	conv := func(name emulator.Dir, d emulator.Direction) (Path, error) {
+	conv := func(name emulator.Dir, d emulator.Impairment) (Impairment, error) {
 		switch {
 		case d.Jitter > 0:
-			return Path{}, fmt.Errorf("lab: %s: netem reorders jittered packets; the emulator's jitter keeps their order", name)
+			return Impairment{}, fmt.Errorf("lab: %s: netem reorders jittered packets; the emulator's jitter keeps their order", name)
 		case d.Reorder > 0:
-			return Path{}, fmt.Errorf("lab: %s: netem's reordering skips the delay; the emulator's keeps it", name)
+			return Impairment{}, fmt.Errorf("lab: %s: netem's reordering skips the delay; the emulator's keeps it", name)
 		case d.Police != nil:
-			return Path{}, fmt.Errorf("lab: %s: the router has no policer (tbf queues what the emulator's policer drops)", name)
+			return Impairment{}, fmt.Errorf("lab: %s: the router has no policer (tbf queues what the emulator's policer drops)", name)
 		}
-		p := Path{Loss: d.Loss, Delay: d.Delay, Duplicate: d.Duplicate, MTU: d.MTU, BlackHole: d.BlackHole}
+		p := Impairment{Loss: d.Loss, Delay: d.Delay, Duplicate: d.Duplicate, MTU: d.MTU, BlackHole: d.BlackHole}
 		if d.GE != nil {
 			ge := *d.GE
 			p.GE = &ge
@@ -116,21 +116,21 @@ func RouterPaths(c emulator.Config, mtu int) (atob, btoa Path, err error) {
 		return p, nil
 	}
 	if atob, err = conv(emulator.AtoB, c.AtoB); err != nil {
-		return Path{}, Path{}, err
+		return Impairment{}, Impairment{}, err
 	}
 	if btoa, err = conv(emulator.BtoA, c.BtoA); err != nil {
-		return Path{}, Path{}, err
+		return Impairment{}, Impairment{}, err
 	}
 	return atob, btoa, nil
 }
 
 // needsNetem reports whether p has impairments only netem provides.
-func (p Path) needsNetem() bool { return p.Delay > 0 || p.Duplicate > 0 || p.GE != nil }
+func (p Impairment) needsNetem() bool { return p.Delay > 0 || p.Duplicate > 0 || p.GE != nil }
 
 // netemArgs is the tc command (after "tc -n NS") that installs p's netem
 // as link's root qdisc, handle 1:, under which tbfArgs then hangs the
 // bottleneck. netem takes percentages; six decimals keep 1e-8.
-func (p Path) netemArgs(link string) []string {
+func (p Impairment) netemArgs(link string) []string {
 	pct := func(f float64) string { return strconv.FormatFloat(100*f, 'f', -1, 64) + "%" }
 	args := []string{"qdisc", "replace", "dev", link, "root", "handle", "1:", "netem",
 		"limit", strconv.Itoa(netemLimit)}
@@ -167,7 +167,7 @@ func blackHoleScript(table, link string, on bool) string {
 }
 
 // mtuTable is the nftables table holding direction d's black hole.
-func mtuTable(d Direction) string {
+func mtuTable(d Dir) string {
 	if d == BtoA {
 		return "tcpscope_mtu_btoa"
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-func TestRouterPaths(t *testing.T) {
+func TestRouterImpairments(t *testing.T) {
 	ge := &emulator.GilbertElliott{P: 0.01, R: 0.5, LossBad: 0.3}
 	cfg := emulator.Config{
-		AtoB: emulator.Direction{Delay: 10 * time.Millisecond, Rate: 100 * model.MbitPerSecond, Loss: 0.001,
+		AtoB: emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 100 * model.MbitPerSecond, Loss: 0.001,
 			GE: ge, Duplicate: 0.002, MTU: 1400, BlackHole: true, Queue: emulator.Queue{Packets: 100}},
-		BtoA: emulator.Direction{Delay: 10 * time.Millisecond},
+		BtoA: emulator.Impairment{Delay: 10 * time.Millisecond},
 	}
-	atob, btoa, err := RouterPaths(cfg, 1500)
+	atob, btoa, err := RouterImpairments(cfg, 1500)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestRouterPaths(t *testing.T) {
 		t.Errorf("B→A = %+v", btoa)
 	}
 	// The default queue is the emulator's: 100 ms of the rate.
-	d, _, err := RouterPaths(emulator.Config{AtoB: emulator.Direction{Rate: 10 * model.MbitPerSecond}}, 9000)
+	d, _, err := RouterImpairments(emulator.Config{AtoB: emulator.Impairment{Rate: 10 * model.MbitPerSecond}}, 9000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,20 +52,20 @@ func TestRouterPaths(t *testing.T) {
 		cfg  emulator.Config
 		want string
 	}{
-		{emulator.Config{AtoB: emulator.Direction{Delay: time.Millisecond, Jitter: time.Millisecond}}, "jitter"},
-		{emulator.Config{BtoA: emulator.Direction{Delay: time.Millisecond, Reorder: 0.1}}, "reordering"},
+		{emulator.Config{AtoB: emulator.Impairment{Delay: time.Millisecond, Jitter: time.Millisecond}}, "jitter"},
+		{emulator.Config{BtoA: emulator.Impairment{Delay: time.Millisecond, Reorder: 0.1}}, "reordering"},
 		{emulator.Config{Seed: 7}, "seed"},
-		{emulator.Config{AtoB: emulator.Direction{Police: &emulator.Policer{Rate: model.MbitPerSecond}}}, "policer"},
-		{emulator.Config{AtoB: emulator.Direction{Loss: 2}}, "probability"},
+		{emulator.Config{AtoB: emulator.Impairment{Police: &emulator.Policer{Rate: model.MbitPerSecond}}}, "policer"},
+		{emulator.Config{AtoB: emulator.Impairment{Loss: 2}}, "probability"},
 	} {
-		if _, _, err := RouterPaths(bad.cfg, 1500); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("RouterPaths(%+v) = %v, want an error about %s", bad.cfg, err, bad.want)
+		if _, _, err := RouterImpairments(bad.cfg, 1500); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("RouterImpairments(%+v) = %v, want an error about %s", bad.cfg, err, bad.want)
 		}
 	}
 }
 
 func TestNetemArgs(t *testing.T) {
-	p := Path{Delay: 10500 * time.Microsecond, Duplicate: 0.001,
+	p := Impairment{Delay: 10500 * time.Microsecond, Duplicate: 0.001,
 		GE: &emulator.GilbertElliott{P: 0.01, R: 0.25, LossBad: 0.5, LossGood: 0.0001}}
 	got := strings.Join(p.netemArgs("veth-rb"), " ")
 	want := "qdisc replace dev veth-rb root handle 1: netem limit 1000000 delay 10500us " +
@@ -73,7 +73,7 @@ func TestNetemArgs(t *testing.T) {
 	if got != want {
 		t.Errorf("netem args\n got %s\nwant %s", got, want)
 	}
-	if !p.needsNetem() || (Path{Rate: 1e6, MTU: 1400}).needsNetem() {
+	if !p.needsNetem() || (Impairment{Rate: 1e6, MTU: 1400}).needsNetem() {
 		t.Error("needsNetem: delay, duplicate and GE need netem; rate and MTU do not")
 	}
 }
@@ -103,7 +103,7 @@ func TestParseBackend(t *testing.T) {
 	if err := (PairConfig{Backend: 7}).validate(); err == nil {
 		t.Error("validate accepted backend 7")
 	}
-	cfg := PairConfig{Backend: UseNetem, Emulated: &emulator.Config{AtoB: emulator.Direction{Jitter: time.Millisecond}}}
+	cfg := PairConfig{Backend: UseNetem, Emulated: &emulator.Config{AtoB: emulator.Impairment{Jitter: time.Millisecond}}}
 	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "jitter") {
 		t.Errorf("netem with jitter: %v", err)
 	}

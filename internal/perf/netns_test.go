@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -17,7 +18,7 @@ import (
 // serveIn starts a tcpscope server inside host B of the pair.
 func serveIn(t *testing.T, p *lab.Pair) string {
 	t.Helper()
-	addr, stop, err := p.Serve(t.Context(), 0, "test")
+	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

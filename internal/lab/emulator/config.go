@@ -13,7 +13,10 @@ import (
 // itself runs anywhere over other Devices.
 var ErrNotSupported = errors.New("emulator: TUN devices need Linux")
 
-// Dir names one direction of the emulated path.
+// Dir names one direction of a path: AtoB carries what host A (device a)
+// sends to host B. Package lab's Dir is this type, so the router and the
+// emulator name a direction alike. It is not model.Direction, which says
+// which way a test stream's data flows (client to server or back).
 type Dir int
 
 // Directions: AtoB carries packets read from device a to device b.
@@ -34,17 +37,18 @@ func (d Dir) String() string {
 
 func (d Dir) valid() bool { return d == AtoB || d == BtoA }
 
-// Config is the emulated path: one Direction each way.
+// Config is the emulated path: one Impairment each way.
 type Config struct {
-	AtoB, BtoA Direction
+	AtoB, BtoA Impairment
 	// Seed seeds the random sources of both directions (each derives its
 	// own stream from it); 0 picks a random seed.
 	Seed uint64
 }
 
-// Direction is the impairment of one direction. The zero value forwards
-// every packet at once.
-type Direction struct {
+// Impairment is what one direction of the path does to packets: its
+// delay, rate, queue, losses, reordering, duplication and MTU. The zero
+// value forwards every packet at once.
+type Impairment struct {
 	// Delay is the one-way propagation delay, added after the bottleneck.
 	Delay time.Duration
 	// Jitter is the standard deviation of a variation added to Delay per
@@ -84,8 +88,14 @@ type Direction struct {
 	BlackHole bool
 }
 
-// Distribution is the shape of a Direction's jitter. Every shape is
-// scaled to mean 0 and standard deviation Direction.Jitter, so switching
+// Direction is the old name of Impairment.
+//
+// Deprecated: use Impairment. Kept for tests outside the lab
+// (internal/perf, internal/cli) until they are renamed.
+type Direction = Impairment
+
+// Distribution is the shape of an Impairment's jitter. Every shape is
+// scaled to mean 0 and standard deviation Impairment.Jitter, so switching
 // shapes keeps the average delay and the spread and changes only how the
 // spread is made.
 type Distribution int
@@ -209,7 +219,7 @@ const (
 	DefaultQueueMinPackets = 10
 )
 
-// DefaultQueue is the queue of a bottleneck at rate when Direction.Queue is
+// DefaultQueue is the queue of a bottleneck at rate when Impairment.Queue is
 // zero: DefaultQueueTime of the rate in bytes, and at least
 // DefaultQueueMinPackets packets of 1500 bytes.
 func DefaultQueue(rate model.Bitrate) Queue {
@@ -219,7 +229,7 @@ func DefaultQueue(rate model.Bitrate) Queue {
 
 // limit is the queue that applies: the first non-zero field of d.Queue
 // alone, or the default; zero without a rate.
-func (d Direction) limit() Queue {
+func (d Impairment) limit() Queue {
 	q := d.Queue
 	switch {
 	case d.Rate == 0:
@@ -249,7 +259,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (d Direction) validate() error {
+func (d Impairment) validate() error {
 	prob := func(name string, p float64) error {
 		if math.IsNaN(p) || p < 0 || p > 1 {
 			return fmt.Errorf("%s %v: want a probability from 0 to 1", name, p)

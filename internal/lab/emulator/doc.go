@@ -48,7 +48,7 @@
 // the packet leaves, or why it was dropped. A packet of direction d passes,
 // in this order:
 //
-//  1. The MTU check (Direction.MTU). An oversize IPv4 packet with DF set is
+//  1. The MTU check (Impairment.MTU). An oversize IPv4 packet with DF set is
 //     answered with ICMP "fragmentation needed" (type 3 code 4, next-hop MTU
 //     set, quoting the original IP header and 8 bytes), an oversize IPv6
 //     packet with ICMPv6 Packet Too Big (type 2); the answer goes back to the
@@ -62,13 +62,13 @@
 //     nothing about TCP. ICMP errors, non-first fragments and packets from
 //     unspecified or multicast sources are never answered (RFC 1812, RFC
 //     4443).
-//  2. Loss: random (Bernoulli, Direction.Loss) and bursty (Gilbert–Elliott,
-//     Direction.GE: a good and a bad state, P the probability per packet of
+//  2. Loss: random (Bernoulli, Impairment.Loss) and bursty (Gilbert–Elliott,
+//     Impairment.GE: a good and a bad state, P the probability per packet of
 //     going bad, R of recovering, LossGood and LossBad the loss probability
 //     in each; the long-run loss is P/(P+R)·LossBad + R/(P+R)·LossGood). The
 //     chain steps once for every packet that reaches it. Loss sits before the
 //     bottleneck, so a lost packet costs no bottleneck time.
-//     A policer (Direction.Police) follows: a token bucket of Burst bytes
+//     A policer (Impairment.Police) follows: a token bucket of Burst bytes
 //     filling at Rate (whole IP packets counted), full at the start. A
 //     packet that finds fewer tokens than its size is dropped at once and
 //     takes none; one that finds enough takes them and goes on undelayed.
@@ -76,26 +76,26 @@
 //     its minimum while a TCP sender above the rate loses a share of its
 //     packets (a provider's policer; Flach et al., "An Internet-Wide
 //     Analysis of Traffic Policing", SIGCOMM 2016).
-//  3. Duplication (Direction.Duplicate): the copy follows the original as a
+//  3. Duplication (Impairment.Duplicate): the copy follows the original as a
 //     packet of its own through the bottleneck and the delay line.
-//  4. The bottleneck (Direction.Rate): a FIFO serializer. A packet starts
+//  4. The bottleneck (Impairment.Rate): a FIFO serializer. A packet starts
 //     when the one ahead has finished and takes size×8/Rate, where size is
 //     the whole IP packet (a link's rate counts frames; we count IP
 //     packets): departure = max(now, previous departure) + size×8/Rate. TCP
 //     goodput over a 1500-byte MTU with timestamps is therefore Rate ×
 //     1448/1500. Waiting packets sit in a drop-tail queue limited by
-//     Direction.Queue (Packets, Bytes or Time, the first non-zero one; by
+//     Impairment.Queue (Packets, Bytes or Time, the first non-zero one; by
 //     default 100 ms of the rate, and at least 10 packets of 1500 bytes).
 //     The packet being serialized does not count against the limit.
-//  5. The delay line: propagation delay (Direction.Delay) plus jitter, drawn
-//     per packet with mean 0 and standard deviation Direction.Jitter from
-//     the shape Direction.JitterDist (normal truncated at ±3 SD, uniform,
+//  5. The delay line: propagation delay (Impairment.Delay) plus jitter, drawn
+//     per packet with mean 0 and standard deviation Impairment.Jitter from
+//     the shape Impairment.JitterDist (normal truncated at ±3 SD, uniform,
 //     Pareto or a Pareto-normal mix; see Distribution), and the total delay
 //     clamped at 0. Jitter never reorders: a packet that would overtake the
 //     one ahead of it leaves together with it instead (behind it), so with
 //     jitter the per-packet delays of a dense stream bunch up at the top of
 //     the distribution (netem's behaviour with rate limiting).
-//  6. Reordering (Direction.Reorder): a packet chosen for it skips its place
+//  6. Reordering (Impairment.Reorder): a packet chosen for it skips its place
 //     in the delay line and leaves together with, but ahead of, the packet
 //     in front of it; it overtakes that packet (and any leaving at the same
 //     instant) and keeps its own delay otherwise, so RTT samples stay true.

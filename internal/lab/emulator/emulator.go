@@ -73,9 +73,9 @@ type Emulator struct {
 type direction struct {
 	e    *Emulator
 	dir  Dir
-	cfg  Direction
+	cfg  Impairment
 	in   Device
-	path *path
+	imp  *impairer
 	c    counters
 	out  *writer // writes to the other device
 	back *writer // writes to in's device: where ICMP answers go
@@ -114,7 +114,7 @@ func Start(ctx context.Context, cfg Config, a, b Device) (*Emulator, error) {
 		}
 		in, to := int(d), 1-int(d)
 		dd := &direction{e: e, dir: d, cfg: dc, in: e.devs[in], out: writers[to], back: writers[in]}
-		dd.path = newPath(dc, rand.New(rand.NewPCG(seed, uint64(d)+1)), &dd.c)
+		dd.imp = newImpairer(dc, rand.New(rand.NewPCG(seed, uint64(d)+1)), &dd.c)
 		writers[to].c = &dd.c
 		e.dirs[d] = dd
 	}
@@ -225,7 +225,7 @@ func (d *direction) read() {
 				}
 				continue
 			}
-			f := d.path.arrive(now, len(pkt))
+			f := d.imp.arrive(now, len(pkt))
 			for c := range f.n {
 				items = append(items, item{leave: f.leave[c], ahead: f.ahead[c], pkt: newPacket(pkt)})
 				queued++

@@ -171,7 +171,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // by no more than the scheduler's wake-up latency.
 func TestDelayTiming(t *testing.T) {
 	const delay = 5 * time.Millisecond
-	_, a, b := startFake(t, Config{AtoB: Direction{Delay: delay}}, 8)
+	_, a, b := startFake(t, Config{AtoB: Impairment{Delay: delay}}, 8)
 	var late []time.Duration
 	for i := range 30 {
 		sent := time.Now()
@@ -196,7 +196,7 @@ func TestDelayTiming(t *testing.T) {
 }
 
 func TestJitterOrderThroughEmulator(t *testing.T) {
-	e, a, b := startFake(t, Config{AtoB: Direction{Delay: 2 * time.Millisecond, Jitter: time.Millisecond}, Seed: 5}, 16)
+	e, a, b := startFake(t, Config{AtoB: Impairment{Delay: 2 * time.Millisecond, Jitter: time.Millisecond}, Seed: 5}, 16)
 	const n = 3000
 	go func() {
 		for i := range n {
@@ -226,7 +226,7 @@ func TestJitterOrderThroughEmulator(t *testing.T) {
 func TestRateThroughEmulator(t *testing.T) {
 	// 1250 bytes at 10 Mbit/s take 1 ms each: 50 offered at once leave
 	// over 50 ms, evenly.
-	_, a, b := startFake(t, Config{AtoB: Direction{Rate: 10 * model.MbitPerSecond}}, 8)
+	_, a, b := startFake(t, Config{AtoB: Impairment{Rate: 10 * model.MbitPerSecond}}, 8)
 	start := time.Now()
 	for i := range 50 {
 		a.in <- numbered(uint32(i), 1250)
@@ -247,7 +247,7 @@ func TestRateThroughEmulator(t *testing.T) {
 }
 
 func TestICMPGoesBack(t *testing.T) {
-	e, a, b := startFake(t, Config{AtoB: Direction{MTU: 1000}}, 8)
+	e, a, b := startFake(t, Config{AtoB: Impairment{MTU: 1000}}, 8)
 	big := numbered(1, 1200)
 	a.in <- big
 	w := a.next(t)
@@ -268,7 +268,7 @@ func TestICMPGoesBack(t *testing.T) {
 	}
 
 	// A black hole answers nothing.
-	e2, a2, b2 := startFake(t, Config{AtoB: Direction{MTU: 1000, BlackHole: true}}, 8)
+	e2, a2, b2 := startFake(t, Config{AtoB: Impairment{MTU: 1000, BlackHole: true}}, 8)
 	a2.in <- big
 	a2.in <- numbered(3, 1000)
 	if w := b2.next(t); seqOf(w.pkt) != 3 {
@@ -280,7 +280,7 @@ func TestICMPGoesBack(t *testing.T) {
 }
 
 func TestDuplicateAndLossThroughEmulator(t *testing.T) {
-	e, a, b := startFake(t, Config{AtoB: Direction{Duplicate: 1}, BtoA: Direction{Loss: 1}}, 8)
+	e, a, b := startFake(t, Config{AtoB: Impairment{Duplicate: 1}, BtoA: Impairment{Loss: 1}}, 8)
 	a.in <- numbered(1, 100)
 	if x, y := b.next(t), b.next(t); seqOf(x.pkt) != 1 || seqOf(y.pkt) != 1 {
 		t.Error("the duplicate is not a copy")
@@ -296,7 +296,7 @@ func TestDuplicateAndLossThroughEmulator(t *testing.T) {
 }
 
 func TestQueuedCounters(t *testing.T) {
-	e, a, b := startFake(t, Config{AtoB: Direction{Delay: 200 * time.Millisecond}}, 8)
+	e, a, b := startFake(t, Config{AtoB: Impairment{Delay: 200 * time.Millisecond}}, 8)
 	for i := range 5 {
 		a.in <- numbered(uint32(i), 100)
 	}
@@ -316,7 +316,7 @@ func TestQueuedCounters(t *testing.T) {
 func TestClose(t *testing.T) {
 	a, b := newFakeDev(4), newFakeDev(4)
 	ctx, cancel := context.WithCancel(context.Background())
-	e, err := Start(ctx, Config{AtoB: Direction{Delay: time.Hour}}, a, b)
+	e, err := Start(ctx, Config{AtoB: Impairment{Delay: time.Hour}}, a, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestClose(t *testing.T) {
 
 	// Start refuses a bad configuration and leaves the devices open.
 	a, b = newFakeDev(1), newFakeDev(1)
-	if _, err := Start(context.Background(), Config{AtoB: Direction{Loss: 2}}, a, b); err == nil {
+	if _, err := Start(context.Background(), Config{AtoB: Impairment{Loss: 2}}, a, b); err == nil {
 		t.Error("Start accepted loss 2")
 	}
 	if a.isClosed() || b.isClosed() {
@@ -348,7 +348,7 @@ func TestClose(t *testing.T) {
 }
 
 func TestReorderThroughEmulator(t *testing.T) {
-	e, a, b := startFake(t, Config{AtoB: Direction{Delay: 3 * time.Millisecond, Reorder: 0.2}, Seed: 3}, 16)
+	e, a, b := startFake(t, Config{AtoB: Impairment{Delay: 3 * time.Millisecond, Reorder: 0.2}, Seed: 3}, 16)
 	const n = 2000
 	go func() {
 		for i := range n {

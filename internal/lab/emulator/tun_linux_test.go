@@ -17,6 +17,11 @@ import (
 // namespace of the test's own: a datagram the kernel routes into the
 // device is read whole, and a datagram written to it reaches a socket.
 func TestRawTUN(t *testing.T) {
+	// Not labtest.Require: labtest imports lab, which imports this
+	// package.
+	if testing.Short() {
+		t.Skip("namespace test: needs root and network namespaces; skipped with -short (run without -short, as root)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (CAP_NET_ADMIN) to create a network namespace and a TUN device; CI runs it as root")
 	}

@@ -15,4 +15,12 @@
 //
 // An experiment sees the lab through Testbed, so its sweeps and statistics
 // are the same whether the path is emulated here or elsewhere.
+//
+// This package is the lab's composition root: package lab builds paths and
+// hosts and does not import the engine it tests (perf) or its rendering
+// (report); here the two meet. Serve runs a tcpscope server in a pair's
+// host B (for the testbeds, the precision suites, `tcpscope lab shell` and
+// the diagnosis scenario tests), and SelfTest checks the emulator's
+// accuracy on this machine with tcpscope tests across it (`tcpscope lab
+// selftest`).
 package experiment

@@ -45,7 +45,7 @@ func backendName(b lab.Backend) string {
 func PairConfig(path profile.Path, a, b profile.Host) lab.PairConfig {
 	return lab.PairConfig{
 		MTU:      path.MTU,
-		Emulated: &emulator.Config{AtoB: path.Direction(path.Rate), BtoA: path.Direction(path.RateBack)},
+		Emulated: &emulator.Config{AtoB: path.Impairment(path.Rate), BtoA: path.Impairment(path.RateBack)},
 		A:        hostConfig(a),
 		B:        hostConfig(b),
 	}
@@ -84,7 +84,7 @@ func newLabTestbed(ctx context.Context, version string, cfg lab.PairConfig) (*la
 	if err != nil {
 		return nil, fmt.Errorf("build the lab: %w", err)
 	}
-	addr, stop, err := pair.Serve(ctx, 0, version)
+	addr, stop, err := Serve(ctx, pair, 0, version)
 	if err != nil {
 		return nil, errors.Join(err, pair.Close())
 	}

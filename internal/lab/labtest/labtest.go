@@ -57,7 +57,7 @@ func Pair(t testing.TB, cfg lab.PairConfig) *lab.Pair {
 func Require(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("namespace test: skipped with -short (run without it, as root)")
+		t.Skip("namespace test: needs root and network namespaces; skipped with -short (run without -short, as root)")
 	}
 	if err := lab.Check(); err != nil {
 		if errors.Is(err, lab.ErrNotSupported) || errors.Is(err, lab.ErrPermission) || errors.Is(err, lab.ErrMissingTool) {

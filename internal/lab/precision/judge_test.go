@@ -15,8 +15,8 @@ func TestJudge(t *testing.T) {
 		return model.Finding{ID: id, Severity: sev, Primary: primary, Direction: d}
 	}
 	c2s, s2c := model.ClientToServer, model.ServerToClient
-	healthy := Scenario{Name: "h", Healthy: true, Dir: c2s}
-	rwnd := Scenario{Name: "r", Want: "rwnd-limited", Also: []string{"wscale-off"}, Dir: c2s}
+	healthy := Scenario{Name: "h", Healthy: true, Direction: c2s}
+	rwnd := Scenario{Name: "r", Want: "rwnd-limited", Also: []string{"wscale-off"}, Direction: c2s}
 	for _, tc := range []struct {
 		name string
 		s    Scenario
@@ -33,7 +33,7 @@ func TestJudge(t *testing.T) {
 		{"co-limit named", rwnd, []model.Finding{f("loss-limited", model.Critical, true, c2s), f("rwnd-limited", model.Critical, true, c2s)}, true},
 		{"cost named by the verdict", rwnd, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("rwnd-limited", model.Warning, false, c2s)}, true},
 		{"cause only as info", rwnd, []model.Finding{f("bottleneck", model.Info, true, c2s), f("rwnd-limited", model.Info, false, c2s)}, false},
-		{"a property beside", Scenario{Want: "timestamps-off", Beside: true, Dir: c2s}, []model.Finding{f("bottleneck", model.Info, true, c2s), f("timestamps-off", model.Info, false, c2s)}, true},
+		{"a property beside", Scenario{Want: "timestamps-off", Beside: true, Direction: c2s}, []model.Finding{f("bottleneck", model.Info, true, c2s), f("timestamps-off", model.Info, false, c2s)}, true},
 		{"cause in the other direction", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, s2c)}, false},
 	} {
 		if o := Judge(tc.s, run, tc.fs); o.OK != tc.ok {

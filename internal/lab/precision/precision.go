@@ -13,6 +13,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -48,7 +49,7 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 	var beside []string
 	for _, f := range fs {
 		alarm := f.Severity == model.Critical || f.Severity == model.Warning
-		mine := f.Direction == s.Dir || f.Direction == ""
+		mine := f.Direction == s.Direction || f.Direction == ""
 		// The verdict names the limits (primary) and every warning or
 		// critical finding beside them: what the path or the hosts cost
 		// the transfer.
@@ -63,7 +64,7 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 		}
 	}
 	for _, d := range run.Summary {
-		if d.Direction == s.Dir {
+		if d.Direction == s.Direction {
 			o.Goodput = d.Goodput
 		}
 	}
@@ -139,7 +140,7 @@ func inLab(ctx context.Context, s Scenario, cfg model.TestConfig) (*model.Run, e
 		return nil, fmt.Errorf("%s: build the lab: %w", s.Name, err)
 	}
 	defer p.Close()
-	addr, stop, err := p.Serve(ctx, 0, "precision")
+	addr, stop, err := experiment.Serve(ctx, p, 0, "precision")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}

@@ -14,7 +14,7 @@ import (
 // Known documents.
 func TestSuites(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the precision suites build lab paths for minutes; not under -short")
+		t.Skip("namespace test: needs root and network namespaces, and builds lab paths for minutes; skipped with -short")
 	}
 	labtest.Require(t)
 	for _, suite := range []struct {

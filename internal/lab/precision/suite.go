@@ -16,7 +16,7 @@ type Scenario struct {
 	// Loopback runs the test on 127.0.0.1 in this host, with no lab.
 	Loopback bool
 	// AtoB and BtoA are the path's two directions (A is the client).
-	AtoB, BtoA emulator.Direction
+	AtoB, BtoA emulator.Impairment
 	Seed       uint64
 	MTU        int // the hosts' links; 0: 1500
 	A, B       lab.HostConfig
@@ -33,9 +33,9 @@ type Scenario struct {
 	// (info severity), so it counts anywhere in the direction's
 	// findings, not only in the verdict.
 	Beside bool
-	// Dir is the direction the cause is in: client→server unless the
+	// Direction is the direction the cause is in: client→server unless the
 	// test runs -R.
-	Dir model.Direction
+	Direction model.Direction
 	// Known says why the diagnosis misses this scenario in some runs
 	// today: CI reports such a miss without failing, every other miss
 	// fails it, and docs/DIAGNOSES.md gives the measured hit rate.
@@ -63,9 +63,9 @@ func tuned(rate model.Bitrate, rtt time.Duration) lab.HostConfig {
 // (the classic sizing for one flow: full use without a standing queue of
 // more than a round trip), at least 2 ms of the rate (a sender's TSO
 // bursts are about 1 ms of it) and the emulator's smallest queue.
-func path(rate model.Bitrate, rtt time.Duration) (emulator.Direction, emulator.Direction) {
+func path(rate model.Bitrate, rtt time.Duration) (emulator.Impairment, emulator.Impairment) {
 	q := max(tcpmath.BDP(rate, rtt), tcpmath.BDP(rate, 2*ms), emulator.DefaultQueueMinPackets*1500)
-	return emulator.Direction{Delay: rtt / 2, Rate: rate, Queue: emulator.Queue{Bytes: q}}, emulator.Direction{Delay: rtt / 2}
+	return emulator.Impairment{Delay: rtt / 2, Rate: rate, Queue: emulator.Queue{Bytes: q}}, emulator.Impairment{Delay: rtt / 2}
 }
 
 // healthy is a scenario of tuned hosts on a clean path, the test's
@@ -74,7 +74,7 @@ func path(rate model.Bitrate, rtt time.Duration) (emulator.Direction, emulator.D
 func healthy(name string, rate model.Bitrate, rtt time.Duration, cc string) Scenario {
 	ab, ba := path(rate, rtt)
 	h := tuned(rate, rtt)
-	return Scenario{Name: name, AtoB: ab, BtoA: ba, A: h, B: h, Healthy: true, Dir: model.ClientToServer,
+	return Scenario{Name: name, AtoB: ab, BtoA: ba, A: h, B: h, Healthy: true, Direction: model.ClientToServer,
 		Test: model.TestConfig{Congestion: cc}}
 }
 
@@ -123,7 +123,7 @@ func HealthyOnce() []Scenario {
 
 func healthyExtra() []Scenario {
 	return []Scenario{
-		{Name: "loopback", Loopback: true, Healthy: true, Dir: model.ClientToServer},
+		{Name: "loopback", Loopback: true, Healthy: true, Direction: model.ClientToServer},
 		// An application that asks for less than the path carries is
 		// neither a fault nor the path: its own rate limit, named as such.
 		withTest(healthy("-b 30M on 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic"),
@@ -142,14 +142,14 @@ func withTest(s Scenario, t model.TestConfig, want string) Scenario {
 		s.Healthy, s.Want = false, want
 	}
 	if t.Reverse {
-		s.Dir = model.ServerToClient
+		s.Direction = model.ServerToClient
 	}
 	return s
 }
 
 // impaired is a scenario of tuned hosts on a path of rate and rtt, with
 // its A→B direction changed by f, hosts by ha and hb, wanting want.
-func impaired(name string, rate model.Bitrate, rtt time.Duration, cc string, want string, f func(ab *emulator.Direction)) Scenario {
+func impaired(name string, rate model.Bitrate, rtt time.Duration, cc string, want string, f func(ab *emulator.Impairment)) Scenario {
 	s := healthy(name, rate, rtt, cc)
 	s.Healthy, s.Want = false, want
 	if f != nil {
@@ -165,7 +165,7 @@ func reversed(s Scenario) Scenario {
 	s.AtoB, s.BtoA = s.BtoA, s.AtoB
 	s.A, s.B = s.B, s.A
 	s.Test.Reverse = true
-	s.Dir = model.ServerToClient
+	s.Direction = model.ServerToClient
 	return s
 }
 
@@ -193,10 +193,10 @@ func Impairments() []Scenario {
 		}, nil)
 	}
 	loss := func(name string, rate model.Bitrate, rtt time.Duration, cc string, p float64, want string) Scenario {
-		return impaired(name, rate, rtt, cc, want, func(ab *emulator.Direction) { ab.Loss = p })
+		return impaired(name, rate, rtt, cc, want, func(ab *emulator.Impairment) { ab.Loss = p })
 	}
 	deepQueue := func(name string, rate model.Bitrate, rtt, q time.Duration) Scenario {
-		return impaired(name, rate, rtt, "cubic", "bufferbloat", func(ab *emulator.Direction) { ab.Queue = emulator.Queue{Time: q} })
+		return impaired(name, rate, rtt, "cubic", "bufferbloat", func(ab *emulator.Impairment) { ab.Queue = emulator.Queue{Time: q} })
 	}
 	off := func(name string, want string, set func(h *lab.HostConfig)) Scenario {
 		return withHost(impaired(name, 50*mbit, 10*ms, "cubic", want, nil), set, set)
@@ -238,8 +238,8 @@ func Impairments() []Scenario {
 		}(),
 		withHost(impaired("536-byte MSS clamp, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "small-mss", nil), nil,
 			func(h *lab.HostConfig) { h.MSS = 536 }),
-		impaired("1% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Direction) { ab.Reorder = 0.01 }),
-		impaired("5% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Direction) { ab.Reorder = 0.05 }),
+		impaired("1% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Impairment) { ab.Reorder = 0.01 }),
+		impaired("5% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Impairment) { ab.Reorder = 0.05 }),
 		withTest(impaired("reader at 20 Mbit/s, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "cubic", "", nil),
 			model.TestConfig{ReadRate: 20 * mbit}, "slow-reader"),
 		func() Scenario {
@@ -252,30 +252,30 @@ func Impairments() []Scenario {
 		}(),
 		// A rate limit that drops instead of queueing (a policer), told
 		// apart from a queueing bottleneck, at two rates and under bbr.
-		impaired("policer at 10 Mbit/s, 20 ms, cubic", 0, 20*ms, "cubic", "policer", func(ab *emulator.Direction) {
+		impaired("policer at 10 Mbit/s, 20 ms, cubic", 0, 20*ms, "cubic", "policer", func(ab *emulator.Impairment) {
 			ab.Police = &emulator.Policer{Rate: 10 * mbit, Burst: model.MB}
 		}),
-		impaired("policer at 50 Mbit/s, 40 ms, cubic", 0, 40*ms, "cubic", "policer", func(ab *emulator.Direction) {
+		impaired("policer at 50 Mbit/s, 40 ms, cubic", 0, 40*ms, "cubic", "policer", func(ab *emulator.Impairment) {
 			ab.Police = &emulator.Policer{Rate: 50 * mbit, Burst: 2 * model.MB}
 		}),
 		// The window and the loss bind together: both in the verdict.
 		func() Scenario {
 			s := withHost(impaired("256 KiB window and 0.05% loss, 60 ms, cubic", 0, 60*ms, "cubic", "rwnd-limited",
-				func(ab *emulator.Direction) { ab.Loss = 0.0005 }), nil, func(h *lab.HostConfig) { h.Rmem = small(256 * model.KiB) })
+				func(ab *emulator.Impairment) { ab.Loss = 0.0005 }), nil, func(h *lab.HostConfig) { h.Rmem = small(256 * model.KiB) })
 			s.Also, s.Seed = []string{"loss-limited"}, 5
 			return s
 		}(),
 		impaired("MTU 1400 black hole, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "pmtu-blackhole",
-			func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1400, true }),
+			func(ab *emulator.Impairment) { ab.MTU, ab.BlackHole = 1400, true }),
 		func() Scenario {
 			s := impaired("jumbo hosts behind a 1500-byte black hole, 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic", "pmtu-blackhole",
-				func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1500, true })
+				func(ab *emulator.Impairment) { ab.MTU, ab.BlackHole = 1500, true })
 			s.MTU = 9000
 			return s
 		}(),
 		func() Scenario {
 			s := reversed(impaired("jumbo hosts behind a 1500-byte black hole, 100 Mbit/s, 10 ms", 100*mbit, 10*ms, "cubic", "pmtu-blackhole",
-				func(ab *emulator.Direction) { ab.MTU, ab.BlackHole = 1500, true }))
+				func(ab *emulator.Impairment) { ab.MTU, ab.BlackHole = 1500, true }))
 			s.MTU = 9000
 			return s
 		}(),
@@ -287,7 +287,7 @@ func Impairments() []Scenario {
 			// Bursts of 40 packets on average, all lost: longer than reno's
 			// window, so only a timeout recovers.
 			s := impaired("bursts of loss, 50 Mbit/s, 40 ms, reno", 50*mbit, 40*ms, "reno", "rto-stalls",
-				func(ab *emulator.Direction) {
+				func(ab *emulator.Impairment) {
 					ab.GE = &emulator.GilbertElliott{P: 0.005, R: 0.025, LossBad: 1}
 				})
 			s.Seed = 11

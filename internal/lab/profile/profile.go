@@ -263,7 +263,7 @@ func (pf pathFile) path(name string) (Path, error) {
 		return p, errors.New("black_hole needs an mtu: it drops what exceeds it")
 	}
 	// The emulator checks the rest (probabilities, the burst model).
-	if err := (emulator.Config{AtoB: p.Direction(p.Rate)}).Validate(); err != nil {
+	if err := (emulator.Config{AtoB: p.Impairment(p.Rate)}).Validate(); err != nil {
 		return p, errors.New(strings.TrimPrefix(err.Error(), "emulator: A→B: "))
 	}
 	return p, nil
@@ -279,10 +279,10 @@ func (p Path) MeanLoss() float64 {
 	return 1 - (1-p.Loss)*(1-p.BurstLoss.MeanLoss())
 }
 
-// Direction is one direction of the path as the emulator takes it, at
+// Impairment is one direction of the path as the emulator takes it, at
 // the given bottleneck rate: half the RTT, and every impairment.
-func (p Path) Direction(rate model.Bitrate) emulator.Direction {
-	d := emulator.Direction{Delay: p.RTT / 2, Rate: rate, Queue: p.Queue, Loss: p.Loss, MTU: p.MTU,
+func (p Path) Impairment(rate model.Bitrate) emulator.Impairment {
+	d := emulator.Impairment{Delay: p.RTT / 2, Rate: rate, Queue: p.Queue, Loss: p.Loss, MTU: p.MTU,
 		Jitter: p.Jitter, JitterDist: p.JitterDist, Reorder: p.Reorder, Duplicate: p.Duplicate,
 		BlackHole: p.BlackHole}
 	if p.BurstLoss != nil {

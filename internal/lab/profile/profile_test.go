@@ -152,8 +152,8 @@ police_burst = "64KiB"
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := s.Paths["rough"].Direction(50 * model.MbitPerSecond)
-	want := emulator.Direction{Delay: 15 * time.Millisecond, Rate: 50 * model.MbitPerSecond,
+	d := s.Paths["rough"].Impairment(50 * model.MbitPerSecond)
+	want := emulator.Impairment{Delay: 15 * time.Millisecond, Rate: 50 * model.MbitPerSecond,
 		Queue: emulator.Queue{Packets: 64}, Jitter: 2 * time.Millisecond, JitterDist: emulator.Pareto,
 		Reorder: 0.01, Duplicate: 0.001, MTU: 1400, BlackHole: true}
 	if d.GE == nil || *d.GE != (emulator.GilbertElliott{P: 0.001, R: 0.3, LossBad: 0.5}) {
@@ -161,9 +161,9 @@ police_burst = "64KiB"
 	}
 	d.GE = nil
 	if d != want {
-		t.Errorf("Direction = %+v\nwant        %+v", d, want)
+		t.Errorf("Impairment = %+v\nwant        %+v", d, want)
 	}
-	if d := s.Paths["policed"].Direction(0); d.Police == nil || *d.Police != (emulator.Policer{Rate: 10 * model.MbitPerSecond, Burst: 64 * model.KiB}) {
+	if d := s.Paths["policed"].Impairment(0); d.Police == nil || *d.Police != (emulator.Policer{Rate: 10 * model.MbitPerSecond, Burst: 64 * model.KiB}) {
 		t.Errorf("policer = %+v", d.Police)
 	}
 	rough := s.Paths["rough"]

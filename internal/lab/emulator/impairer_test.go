@@ -10,9 +10,9 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-func testPath(d Direction, seed uint64) (*path, *counters) {
+func testImpairer(d Impairment, seed uint64) (*impairer, *counters) {
 	c := new(counters)
-	return newPath(d, rand.New(rand.NewPCG(seed, 1)), c), c
+	return newImpairer(d, rand.New(rand.NewPCG(seed, 1)), c), c
 }
 
 // z99 is the two-sided 99% quantile of the standard normal distribution.
@@ -28,11 +28,11 @@ func binomialOK(k, n int, p float64) (ok bool, lo, hi float64) {
 
 func TestRandomLoss(t *testing.T) {
 	for _, p := range []float64{0.001, 0.01, 0.1, 0.5} {
-		path, c := testPath(Direction{Loss: p}, 42)
+		im, c := testImpairer(Impairment{Loss: p}, 42)
 		const n = 200_000
 		kept := 0
 		for i := range n {
-			kept += path.arrive(time.Duration(i)*time.Microsecond, 1500).n
+			kept += im.arrive(time.Duration(i)*time.Microsecond, 1500).n
 		}
 		lost := int(c.droppedLoss.Load())
 		if lost+kept != n {
@@ -44,9 +44,9 @@ func TestRandomLoss(t *testing.T) {
 	}
 	// The extremes are exact.
 	for _, p := range []float64{0, 1} {
-		path, c := testPath(Direction{Loss: p}, 1)
+		im, c := testImpairer(Impairment{Loss: p}, 1)
 		for i := range 1000 {
-			path.arrive(time.Duration(i), 100)
+			im.arrive(time.Duration(i), 100)
 		}
 		if got := c.droppedLoss.Load(); got != uint64(p*1000) {
 			t.Errorf("loss %v: %d of 1000 lost", p, got)
@@ -60,12 +60,12 @@ func TestGilbertElliott(t *testing.T) {
 	if math.Abs(want-(0.01/0.11*0.5+0.1/0.11*0.001)) > 1e-15 {
 		t.Fatalf("MeanLoss = %v", want)
 	}
-	path, c := testPath(Direction{GE: &ge}, 7)
+	im, c := testImpairer(Impairment{GE: &ge}, 7)
 	const n = 1_000_000
 	var lost, afterLoss, lostAfterLoss int
 	prevLost := false
 	for i := range n {
-		gone := path.arrive(time.Duration(i)*time.Microsecond, 1500).n == 0
+		gone := im.arrive(time.Duration(i)*time.Microsecond, 1500).n == 0
 		if gone {
 			lost++
 		}
@@ -98,10 +98,10 @@ func TestGilbertElliott(t *testing.T) {
 func TestBothLosses(t *testing.T) {
 	// Random loss is counted first; the chain steps for every packet.
 	ge := GilbertElliott{P: 0.5, R: 0.5, LossBad: 1}
-	path, c := testPath(Direction{Loss: 0.1, GE: &ge}, 3)
+	im, c := testImpairer(Impairment{Loss: 0.1, GE: &ge}, 3)
 	const n = 100_000
 	for i := range n {
-		path.arrive(time.Duration(i), 100)
+		im.arrive(time.Duration(i), 100)
 	}
 	want := 0.1 + 0.9*ge.MeanLoss()
 	got := float64(c.droppedLoss.Load()+c.droppedGE.Load()) / n
@@ -117,12 +117,12 @@ func TestDelayAndJitter(t *testing.T) {
 	const delay, jitter = 10 * time.Millisecond, 2 * time.Millisecond
 	// Sparse packets (one a second) never wait for each other: their
 	// delays are the distribution itself.
-	path, _ := testPath(Direction{Delay: delay, Jitter: jitter}, 11)
+	im, _ := testImpairer(Impairment{Delay: delay, Jitter: jitter}, 11)
 	var sum, sumSq float64
 	const n = 20_000
 	for i := range n {
 		now := time.Duration(i) * time.Second
-		f := path.arrive(now, 100)
+		f := im.arrive(now, 100)
 		d := f.leave[0] - now
 		if f.n != 1 || d < delay-3*jitter || d > delay+3*jitter {
 			t.Fatalf("packet %d: fate %+v, delay %v outside Delay ± 3 SD", i, f, d)
@@ -139,16 +139,16 @@ func TestDelayAndJitter(t *testing.T) {
 	}
 
 	// Without jitter the delay is exact.
-	path, _ = testPath(Direction{Delay: delay}, 1)
-	if f := path.arrive(5*time.Millisecond, 1500); f.n != 1 || f.leave[0] != 15*time.Millisecond || f.ahead[0] {
+	im, _ = testImpairer(Impairment{Delay: delay}, 1)
+	if f := im.arrive(5*time.Millisecond, 1500); f.n != 1 || f.leave[0] != 15*time.Millisecond || f.ahead[0] {
 		t.Errorf("fixed delay: %+v", f)
 	}
 
 	// Jitter larger than the delay: never negative.
-	path, _ = testPath(Direction{Delay: time.Millisecond, Jitter: 5 * time.Millisecond}, 5)
+	im, _ = testImpairer(Impairment{Delay: time.Millisecond, Jitter: 5 * time.Millisecond}, 5)
 	for i := range 10_000 {
 		now := time.Duration(i) * time.Second
-		if f := path.arrive(now, 100); f.leave[0] < now {
+		if f := im.arrive(now, 100); f.leave[0] < now {
 			t.Fatalf("packet left %v before it arrived", now-f.leave[0])
 		}
 	}
@@ -157,12 +157,12 @@ func TestDelayAndJitter(t *testing.T) {
 func TestJitterKeepsOrder(t *testing.T) {
 	// Dense packets (10 µs apart) with jitter of 1 ms: each would often
 	// overtake the one ahead, but without Reorder none does.
-	path, c := testPath(Direction{Delay: 5 * time.Millisecond, Jitter: time.Millisecond}, 9)
+	im, c := testImpairer(Impairment{Delay: 5 * time.Millisecond, Jitter: time.Millisecond}, 9)
 	var prev time.Duration
 	held := 0
 	for i := range 100_000 {
 		now := time.Duration(i) * 10 * time.Microsecond
-		f := path.arrive(now, 100)
+		f := im.arrive(now, 100)
 		if f.n != 1 || f.ahead[0] {
 			t.Fatalf("packet %d: %+v", i, f)
 		}
@@ -184,7 +184,7 @@ func TestJitterKeepsOrder(t *testing.T) {
 
 func TestReorder(t *testing.T) {
 	const p = 0.1
-	path, c := testPath(Direction{Delay: 10 * time.Millisecond, Reorder: p}, 13)
+	im, c := testImpairer(Impairment{Delay: 10 * time.Millisecond, Reorder: p}, 13)
 	type out struct {
 		seq   int
 		leave time.Duration
@@ -194,7 +194,7 @@ func TestReorder(t *testing.T) {
 	const n = 50_000
 	for i := range n {
 		now := time.Duration(i) * 100 * time.Microsecond
-		f := path.arrive(now, 1500)
+		f := im.arrive(now, 1500)
 		if f.n != 1 {
 			t.Fatalf("fate %+v", f)
 		}
@@ -245,10 +245,10 @@ func TestReorder(t *testing.T) {
 	}
 
 	// An idle line has nothing to overtake.
-	path, c = testPath(Direction{Delay: 10 * time.Millisecond, Reorder: 1}, 1)
+	im, c = testImpairer(Impairment{Delay: 10 * time.Millisecond, Reorder: 1}, 1)
 	for i := range 100 {
 		now := time.Duration(i) * time.Second
-		if f := path.arrive(now, 100); f.ahead[0] || f.leave[0] != now+10*time.Millisecond {
+		if f := im.arrive(now, 100); f.ahead[0] || f.leave[0] != now+10*time.Millisecond {
 			t.Fatalf("%+v", f)
 		}
 	}
@@ -259,12 +259,12 @@ func TestReorder(t *testing.T) {
 
 func TestDuplicate(t *testing.T) {
 	const p = 0.05
-	path, c := testPath(Direction{Delay: time.Millisecond, Duplicate: p}, 17)
+	im, c := testImpairer(Impairment{Delay: time.Millisecond, Duplicate: p}, 17)
 	const n = 100_000
 	copies := 0
 	for i := range n {
 		now := time.Duration(i) * time.Millisecond
-		f := path.arrive(now, 1500)
+		f := im.arrive(now, 1500)
 		copies += f.n
 		if f.n == 2 && (f.leave[0] != f.leave[1] || f.leave[0] != now+time.Millisecond) {
 			t.Fatalf("duplicate leaves at %v, original at %v", f.leave[1], f.leave[0])
@@ -282,28 +282,28 @@ func TestDuplicate(t *testing.T) {
 func TestSerialization(t *testing.T) {
 	// 100 Mbit/s: 1500 bytes take 120 µs. Five packets at once leave one
 	// serialization apart, then the propagation delay.
-	path, _ := testPath(Direction{Rate: 100 * model.MbitPerSecond, Delay: time.Millisecond}, 1)
+	im, _ := testImpairer(Impairment{Rate: 100 * model.MbitPerSecond, Delay: time.Millisecond}, 1)
 	for i := range 5 {
-		f := path.arrive(0, 1500)
+		f := im.arrive(0, 1500)
 		if want := time.Duration(i+1)*120*time.Microsecond + time.Millisecond; f.n != 1 || f.leave[0] != want {
 			t.Errorf("packet %d leaves at %v, want %v", i, f.leave[0], want)
 		}
 	}
 	// An idle bottleneck starts at once: 40 bytes take 3.2 µs.
-	if f := path.arrive(time.Second, 40); f.leave[0] != time.Second+3200*time.Nanosecond+time.Millisecond {
+	if f := im.arrive(time.Second, 40); f.leave[0] != time.Second+3200*time.Nanosecond+time.Millisecond {
 		t.Errorf("after idle: leaves at %v", f.leave[0])
 	}
 
 	// Offered at twice the rate for a second, with room to queue it all,
 	// the bottleneck delivers exactly its rate.
 	rate := 10 * model.MbitPerSecond
-	path, c := testPath(Direction{Rate: rate, Queue: Queue{Packets: 1 << 20}}, 1)
+	im, c := testImpairer(Impairment{Rate: rate, Queue: Queue{Packets: 1 << 20}}, 1)
 	const size = 1000
 	gap := time.Duration(float64(size*8) / float64(2*rate) * float64(time.Second))
 	var first, last time.Duration
 	const n = 2500
 	for i := range n {
-		f := path.arrive(time.Duration(i)*gap, size)
+		f := im.arrive(time.Duration(i)*gap, size)
 		if i == 0 {
 			first = f.leave[0] - time.Duration(float64(size*8)/float64(rate)*float64(time.Second))
 		}
@@ -322,11 +322,11 @@ func TestSerialization(t *testing.T) {
 func TestPolicer(t *testing.T) {
 	rate := 10 * model.MbitPerSecond // 1.25 MB/s
 	pol := &Policer{Rate: rate, Burst: 15_000}
-	path, c := testPath(Direction{Police: pol, Delay: time.Millisecond}, 1)
+	im, c := testImpairer(Impairment{Police: pol, Delay: time.Millisecond}, 1)
 	// A full bucket passes ten packets at once, all without delay; the
 	// eleventh finds it empty.
 	for i := range 11 {
-		f := path.arrive(0, 1500)
+		f := im.arrive(0, 1500)
 		switch {
 		case i < 10 && (f.n != 1 || f.leave[0] != time.Millisecond):
 			t.Errorf("packet %d: %d copies leaving at %v, want one at 1ms", i, f.n, f.leave[0])
@@ -335,7 +335,7 @@ func TestPolicer(t *testing.T) {
 		}
 	}
 	// 1.3 ms later the bucket holds 1625 bytes: one more passes.
-	if f := path.arrive(1300*time.Microsecond, 1500); f.n != 1 {
+	if f := im.arrive(1300*time.Microsecond, 1500); f.n != 1 {
 		t.Error("a refilled bucket dropped the packet")
 	}
 	if c.droppedPolice.Load() != 1 || c.droppedQueue.Load() != 0 {
@@ -344,13 +344,13 @@ func TestPolicer(t *testing.T) {
 
 	// Offered at three times the rate for 10 s, it passes 10 s of the
 	// rate and the bucket it started with, and drops the rest.
-	path, c = testPath(Direction{Police: pol}, 1)
+	im, c = testImpairer(Impairment{Police: pol}, 1)
 	const size = 1000
 	gap := time.Duration(float64(size*8) / float64(3*rate) * float64(time.Second))
 	const n = 37_500 // 10 s
 	passed := 0
 	for i := range n {
-		if f := path.arrive(time.Duration(i)*gap, size); f.n == 1 {
+		if f := im.arrive(time.Duration(i)*gap, size); f.n == 1 {
 			if f.leave[0] != time.Duration(i)*gap {
 				t.Fatalf("packet %d delayed to %v", i, f.leave[0])
 			}
@@ -366,9 +366,9 @@ func TestPolicer(t *testing.T) {
 	}
 
 	// Below the rate nothing is dropped, and lost packets take no tokens.
-	path, c = testPath(Direction{Police: &Policer{Rate: rate}, Loss: 0.5}, 3)
+	im, c = testImpairer(Impairment{Police: &Policer{Rate: rate}, Loss: 0.5}, 3)
 	for i := range 10_000 {
-		path.arrive(time.Duration(i)*time.Millisecond, 1500) // 12 Mbit/s offered, 6 after loss
+		im.arrive(time.Duration(i)*time.Millisecond, 1500) // 12 Mbit/s offered, 6 after loss
 	}
 	if c.droppedPolice.Load() != 0 || c.droppedLoss.Load() == 0 {
 		t.Errorf("policer dropped %d of a stream under its rate (%d lost at random)", c.droppedPolice.Load(), c.droppedLoss.Load())
@@ -402,10 +402,10 @@ func TestQueueLimits(t *testing.T) {
 		{"default", Queue{}, 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path, c := testPath(Direction{Rate: rate, Queue: tc.queue}, 1)
+			im, c := testImpairer(Impairment{Rate: rate, Queue: tc.queue}, 1)
 			kept := 0
 			for range 10 {
-				kept += path.arrive(0, 1500).n
+				kept += im.arrive(0, 1500).n
 			}
 			if kept != tc.kept || int(c.droppedQueue.Load()) != 10-tc.kept {
 				t.Errorf("kept %d, dropped %d; want %d kept", kept, c.droppedQueue.Load(), tc.kept)
@@ -415,26 +415,26 @@ func TestQueueLimits(t *testing.T) {
 
 	// The queue drains: 480 µs later the four kept have left and four
 	// more fit.
-	path, c := testPath(Direction{Rate: rate, Queue: Queue{Packets: 3}}, 1)
+	im, c := testImpairer(Impairment{Rate: rate, Queue: Queue{Packets: 3}}, 1)
 	for range 10 {
-		path.arrive(0, 1500)
+		im.arrive(0, 1500)
 	}
 	kept := 0
 	for range 10 {
-		kept += path.arrive(480*time.Microsecond, 1500).n
+		kept += im.arrive(480*time.Microsecond, 1500).n
 	}
 	if kept != 4 || c.droppedQueue.Load() != 12 {
 		t.Errorf("after draining: kept %d, dropped %d in all; want 4 and 12", kept, c.droppedQueue.Load())
 	}
 	// Partly drained: at 60 µs into the second packet's service, two wait.
-	path, _ = testPath(Direction{Rate: rate, Queue: Queue{Packets: 3}}, 1)
+	im, _ = testImpairer(Impairment{Rate: rate, Queue: Queue{Packets: 3}}, 1)
 	for range 4 {
-		path.arrive(0, 1500)
+		im.arrive(0, 1500)
 	}
-	if f := path.arrive(180*time.Microsecond, 1500); f.n != 1 {
+	if f := im.arrive(180*time.Microsecond, 1500); f.n != 1 {
 		t.Error("a packet was refused with two waiting of three")
 	}
-	if f := path.arrive(180*time.Microsecond, 1500); f.n != 0 {
+	if f := im.arrive(180*time.Microsecond, 1500); f.n != 0 {
 		t.Error("a packet was taken with three waiting of three")
 	}
 }
@@ -453,20 +453,20 @@ func TestDefaultQueue(t *testing.T) {
 			t.Errorf("DefaultQueue(%v) = %+v, want %d bytes", tc.rate, got, tc.want)
 		}
 	}
-	if (Direction{Queue: Queue{Packets: 5}}).limit() != (Queue{}) {
+	if (Impairment{Queue: Queue{Packets: 5}}).limit() != (Queue{}) {
 		t.Error("a queue without a rate should not apply")
 	}
 }
 
 func TestDeterministic(t *testing.T) {
 	ge := GilbertElliott{P: 0.05, R: 0.3, LossBad: 0.3}
-	d := Direction{Delay: 3 * time.Millisecond, Jitter: time.Millisecond, Rate: 50 * model.MbitPerSecond,
+	d := Impairment{Delay: 3 * time.Millisecond, Jitter: time.Millisecond, Rate: 50 * model.MbitPerSecond,
 		Loss: 0.01, GE: &ge, Reorder: 0.02, Duplicate: 0.01, Queue: Queue{Packets: 20}}
 	run := func(seed uint64) []fate {
-		path, _ := testPath(d, seed)
+		im, _ := testImpairer(d, seed)
 		var fs []fate
 		for i := range 10_000 {
-			fs = append(fs, path.arrive(time.Duration(i)*50*time.Microsecond, 200+i%1300))
+			fs = append(fs, im.arrive(time.Duration(i)*50*time.Microsecond, 200+i%1300))
 		}
 		return fs
 	}
@@ -480,7 +480,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := []Direction{
+	good := []Impairment{
 		{},
 		{Delay: time.Second, Jitter: time.Millisecond, Rate: model.KbitPerSecond, Loss: 1, Reorder: 1, Duplicate: 1, MTU: 68},
 		{MTU: 65535, BlackHole: true, GE: &GilbertElliott{P: 1, R: 1, LossGood: 1, LossBad: 1}},
@@ -492,7 +492,7 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v: %v", d, err)
 		}
 	}
-	bad := []Direction{
+	bad := []Impairment{
 		{Delay: -1},
 		{Jitter: -1},
 		{Rate: -1},
@@ -540,13 +540,13 @@ func TestJitterDistributions(t *testing.T) {
 		{ParetoNormal, 1, -1.6, 23.5, 1, math.Inf(1)},
 	} {
 		t.Run(tc.dist.String(), func(t *testing.T) {
-			path, _ := testPath(Direction{Delay: delay, Jitter: jitter, JitterDist: tc.dist}, 3)
+			im, _ := testImpairer(Impairment{Delay: delay, Jitter: jitter, JitterDist: tc.dist}, 3)
 			const n = 100_000
 			zs := make([]float64, n)
 			var sum float64
 			for i := range zs {
 				now := time.Duration(i) * time.Second
-				f := path.arrive(now, 100)
+				f := im.arrive(now, 100)
 				z := float64(f.leave[0]-now-delay) / float64(jitter)
 				if z < tc.lo-1e-6 || z > tc.hi+1e-6 {
 					t.Fatalf("draw %d: %.3f SD, outside [%.3f, %.3f]", i, z, tc.lo, tc.hi)
@@ -577,7 +577,7 @@ func TestJitterDistributions(t *testing.T) {
 	if _, err := ParseDistribution("gaussian"); err == nil {
 		t.Error("ParseDistribution(gaussian): no error")
 	}
-	if err := (Config{AtoB: Direction{JitterDist: 9}}).Validate(); err == nil {
+	if err := (Config{AtoB: Impairment{JitterDist: 9}}).Validate(); err == nil {
 		t.Error("Validate accepted distribution 9")
 	}
 }

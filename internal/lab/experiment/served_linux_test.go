@@ -1,4 +1,4 @@
-package diagnose_test
+package experiment_test
 
 import (
 	"context"
@@ -89,7 +89,7 @@ func TestServedIperf3(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join("testdata", tc.file+".json"), b, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(recordingsDir, tc.file+".json"), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -1,10 +1,10 @@
-package lab_test
+package experiment_test
 
 import (
 	"context"
 	"testing"
 
-	"github.com/tcpscope/tcpscope/internal/lab"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 )
 
@@ -12,7 +12,7 @@ import (
 // selftest` prints).
 func TestSelfTest(t *testing.T) {
 	labtest.Require(t)
-	checks, err := lab.SelfTest(context.Background(), "test")
+	checks, err := experiment.SelfTest(context.Background(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

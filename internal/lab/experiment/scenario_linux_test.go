@@ -1,4 +1,4 @@
-package diagnose_test
+package experiment_test
 
 import (
 	"encoding/json"
@@ -14,12 +14,19 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
+	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
-var record = flag.Bool("record", false, "write each scenario's run to testdata/ID.json for TestRecorded")
+// The recordings are internal/diagnose's golden inputs (its TestRecorded):
+// these tests run the engine across the lab, which diagnose's own tests
+// must not, and write what they saw there.
+var record = flag.Bool("record", false, "write each run to internal/diagnose/testdata for diagnose's TestRecorded")
+
+// recordingsDir is internal/diagnose/testdata, from this package's directory.
+var recordingsDir = filepath.Join("..", "..", "diagnose", "testdata")
 
 // scenario is one impairment the lab builds and the finding that must
 // name it: as the primary finding (with the limits that bind with it),
@@ -27,8 +34,8 @@ var record = flag.Bool("record", false, "write each scenario's run to testdata/I
 // verdict, or among the findings when they are only information.
 type scenario struct {
 	name    string
-	path    emulator.Direction // A→B; B→A gets the same delay only, unless back is set
-	back    *emulator.Direction
+	atob    emulator.Impairment // B→A gets the same delay only, unless btoa is set
+	btoa    *emulator.Impairment
 	mtu     int // the hosts' links; 0: 1500
 	a, b    lab.HostConfig
 	test    model.TestConfig
@@ -40,11 +47,11 @@ type scenario struct {
 }
 
 func (s scenario) pair() lab.PairConfig {
-	back := emulator.Direction{Delay: s.path.Delay}
-	if s.back != nil {
-		back = *s.back
+	back := emulator.Impairment{Delay: s.atob.Delay}
+	if s.btoa != nil {
+		back = *s.btoa
 	}
-	return lab.PairConfig{Emulated: &emulator.Config{AtoB: s.path, BtoA: back, Seed: s.seed}, MTU: s.mtu, A: s.a, B: s.b, Backend: lab.UseEmulator}
+	return lab.PairConfig{Emulated: &emulator.Config{AtoB: s.atob, BtoA: back, Seed: s.seed}, MTU: s.mtu, A: s.a, B: s.b, Backend: lab.UseEmulator}
 }
 
 // verdictOK reports whether a diagnosis names want as the scenario asks:
@@ -87,9 +94,10 @@ func verdictOK(s scenario, fs []model.Finding) (bool, string) {
 	return false, s.want + " not found"
 }
 
-// TestScenarios records real kernels' runs for the golden tests: for
-// each impairment the lab builds, a tcpscope test across it, whose
-// diagnosis must name it, written to testdata with -record. It runs only
+// TestScenarios records real kernels' runs for diagnose's golden tests:
+// for each impairment the lab builds, a tcpscope test across it, whose
+// diagnosis must name it, written to internal/diagnose/testdata with
+// -record. It runs only
 // with -record: the precision suites (internal/lab/precision, run in CI)
 // build these impairments and more, in both directions, and judge them.
 func TestScenarios(t *testing.T) {
@@ -101,67 +109,67 @@ func TestScenarios(t *testing.T) {
 	ms := time.Millisecond
 	small := lab.BufferSizes{Min: 4096, Default: 65536, Max: 128 * model.KiB}
 	scenarios := []scenario{
-		{name: "small receiver buffer", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit},
+		{name: "small receiver buffer", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit},
 			b: lab.HostConfig{Rmem: small}, want: "rwnd-limited", primary: true},
-		{name: "window scaling off", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit},
+		{name: "window scaling off", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit},
 			b: lab.HostConfig{WindowScaling: lab.Off}, want: "wscale-off", primary: true},
-		{name: "small sender buffer", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit},
+		{name: "small sender buffer", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit},
 			a: lab.HostConfig{Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: 64 * model.KiB}}, want: "sndbuf-limited", primary: true},
-		{name: "random loss on a long path", path: emulator.Direction{Delay: 30 * ms, Rate: 100 * mbit, Loss: 0.003},
+		{name: "random loss on a long path", atob: emulator.Impairment{Delay: 30 * ms, Rate: 100 * mbit, Loss: 0.003},
 			test: model.TestConfig{Congestion: "reno"}, want: "loss-limited", primary: true},
-		{name: "random loss under BBR", path: emulator.Direction{Delay: 20 * ms, Rate: 100 * mbit, Loss: 0.003},
+		{name: "random loss under BBR", atob: emulator.Impairment{Delay: 20 * ms, Rate: 100 * mbit, Loss: 0.003},
 			test: model.TestConfig{Congestion: "bbr"}, want: "lossy-path"},
-		{name: "healthy bottleneck", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit, Queue: emulator.Queue{Time: 20 * ms}},
+		{name: "healthy bottleneck", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit, Queue: emulator.Queue{Time: 20 * ms}},
 			test: model.TestConfig{Congestion: "cubic"}, want: "bottleneck", primary: true},
-		{name: "deep queue", path: emulator.Direction{Delay: 5 * ms, Rate: 20 * mbit, Queue: emulator.Queue{Time: 400 * ms}},
+		{name: "deep queue", atob: emulator.Impairment{Delay: 5 * ms, Rate: 20 * mbit, Queue: emulator.Queue{Time: 400 * ms}},
 			test: model.TestConfig{Congestion: "cubic"}, want: "bufferbloat"},
-		{name: "SACK off", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit},
+		{name: "SACK off", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit},
 			a: lab.HostConfig{SACK: lab.Off}, b: lab.HostConfig{SACK: lab.Off}, want: "sack-off"},
-		{name: "MSS clamp", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit},
+		{name: "MSS clamp", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit},
 			b: lab.HostConfig{MSS: 536}, want: "small-mss"},
-		{name: "slow-reading receiver", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit},
+		{name: "slow-reading receiver", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit},
 			test: model.TestConfig{ReadRate: 20 * mbit}, want: "slow-reader", primary: true},
-		{name: "path-MTU black hole", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit, MTU: 1400, BlackHole: true},
+		{name: "path-MTU black hole", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit, MTU: 1400, BlackHole: true},
 			want: "pmtu-blackhole", primary: true},
-		{name: "paced sender", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit},
+		{name: "paced sender", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit},
 			test: model.TestConfig{FQRate: 10 * mbit}, want: "pacing-limited", primary: true},
-		{name: "application-limited sender", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit},
+		{name: "application-limited sender", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit},
 			test: model.TestConfig{Bitrate: 20 * mbit}, want: "sender-app-limited", primary: true},
-		{name: "timestamps off", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit},
+		{name: "timestamps off", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit},
 			a: lab.HostConfig{Timestamps: lab.Off}, want: "timestamps-off"},
-		{name: "bursts of loss", path: emulator.Direction{Delay: 20 * ms, Rate: 50 * mbit,
+		{name: "bursts of loss", atob: emulator.Impairment{Delay: 20 * ms, Rate: 50 * mbit,
 			// Bursts of 40 packets on average, all lost: longer than reno's
 			// window here, so whole flights and their retransmissions go
 			// and only a timeout recovers.
 			GE: &emulator.GilbertElliott{P: 0.005, R: 0.025, LossBad: 1}}, seed: 11, test: model.TestConfig{Congestion: "reno"}, want: "rto-stalls"},
-		{name: "stopped reader", path: emulator.Direction{Delay: 5 * ms, Rate: 100 * mbit},
+		{name: "stopped reader", atob: emulator.Impairment{Delay: 5 * ms, Rate: 100 * mbit},
 			test: model.TestConfig{ReadRate: 200 * model.KbitPerSecond}, want: "zero-window"},
-		{name: "reordering", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit, Reorder: 0.05},
+		{name: "reordering", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit, Reorder: 0.05},
 			want: "reordering"},
 		// A rate limit that drops instead of queueing: cubic loses a tenth
 		// of what it sends at the policed rate with the round trip at
 		// its minimum.
-		{name: "policer", path: emulator.Direction{Delay: 10 * ms, Police: &emulator.Policer{Rate: 10 * mbit, Burst: model.MB}},
+		{name: "policer", atob: emulator.Impairment{Delay: 10 * ms, Police: &emulator.Policer{Rate: 10 * mbit, Burst: model.MB}},
 			test: model.TestConfig{Congestion: "cubic"}, want: "policer", primary: true},
 		// A policer slow start outruns: cubic at 40 ms loses a tenth of
 		// a second's packets at 50 Mbit/s, and the measured seconds are
 		// its window regrowing without loss, not a flat rate.
-		{name: "policer outrun", path: emulator.Direction{Delay: 20 * ms, Police: &emulator.Policer{Rate: 50 * mbit, Burst: 2 * model.MB}},
+		{name: "policer outrun", atob: emulator.Impairment{Delay: 20 * ms, Police: &emulator.Policer{Rate: 50 * mbit, Burst: 2 * model.MB}},
 			test: model.TestConfig{Congestion: "cubic"}, want: "policer", primary: true, file: "policer.outrun"},
 		// Hosts with jumbo frames behind a 1500-byte hop that drops
 		// silently: nothing arrives and the server's report never comes;
 		// what was delivered is what the sender saw acknowledged.
-		{name: "black hole behind jumbo hosts", path: emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit, MTU: 1500, BlackHole: true},
+		{name: "black hole behind jumbo hosts", atob: emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit, MTU: 1500, BlackHole: true},
 			mtu: 9000, want: "pmtu-blackhole", primary: true, file: "pmtu-blackhole.jumbo"},
 		// The same seen from the receiving end: the server sends, and its
 		// report never comes.
-		{name: "black hole behind jumbo hosts, download", path: emulator.Direction{Delay: 5 * ms},
-			back: &emulator.Direction{Delay: 5 * ms, Rate: 50 * mbit, MTU: 1500, BlackHole: true}, test: model.TestConfig{Reverse: true},
+		{name: "black hole behind jumbo hosts, download", atob: emulator.Impairment{Delay: 5 * ms},
+			btoa: &emulator.Impairment{Delay: 5 * ms, Rate: 50 * mbit, MTU: 1500, BlackHole: true}, test: model.TestConfig{Reverse: true},
 			mtu: 9000, want: "pmtu-blackhole", primary: true, file: "pmtu-blackhole.jumbo-download"},
 		// A 128 KiB send buffer on a 50 ms path under cubic, which keeps
 		// the kernel's send-buffer chrono near zero: the samples show the
 		// buffer full.
-		{name: "full send buffer", path: emulator.Direction{Delay: 25 * ms},
+		{name: "full send buffer", atob: emulator.Impairment{Delay: 25 * ms},
 			a: lab.HostConfig{Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: 128 * model.KiB}}, test: model.TestConfig{Congestion: "cubic"},
 			want: "sndbuf-limited", primary: true, file: "sndbuf-limited.cubic"},
 		// A 64 KiB send buffer under cubic behind a 100 Mbit/s, 20 ms
@@ -169,13 +177,13 @@ func TestScenarios(t *testing.T) {
 		// (send queue 190-300 kB), the kernel counts the congestion
 		// window as the limit, and the rate is twice what the buffer
 		// holds per round trip but half the path's.
-		{name: "send buffer overrun", path: emulator.Direction{Delay: 10 * ms, Rate: 100 * mbit, Queue: emulator.Queue{Bytes: 250 * model.KB}},
+		{name: "send buffer overrun", atob: emulator.Impairment{Delay: 10 * ms, Rate: 100 * mbit, Queue: emulator.Queue{Bytes: 250 * model.KB}},
 			a: lab.HostConfig{Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: 64 * model.KiB}}, test: model.TestConfig{Congestion: "cubic"},
 			want: "sndbuf-limited", primary: true, file: "sndbuf-limited.overrun"},
 		// A 256 KiB receive buffer and 0.05% loss at 60 ms: the window
 		// and the loss bind together, and both are the verdict whichever
 		// showed more in a run.
-		{name: "window and loss together", path: emulator.Direction{Delay: 30 * ms, Loss: 0.0005},
+		{name: "window and loss together", atob: emulator.Impairment{Delay: 30 * ms, Loss: 0.0005},
 			b: lab.HostConfig{Rmem: lab.BufferSizes{Min: 4096, Default: 131072, Max: 256 * model.KiB}}, test: model.TestConfig{Congestion: "cubic"},
 			want: "rwnd-limited", also: []string{"loss-limited"}, primary: true, file: "rwnd-limited.colimit", seed: 5},
 	}
@@ -183,7 +191,7 @@ func TestScenarios(t *testing.T) {
 	for _, s := range scenarios {
 		t.Run(strings.ReplaceAll(s.name, " ", "-"), func(t *testing.T) {
 			p := labtest.Pair(t, s.pair())
-			addr, stop, err := p.Serve(t.Context(), 0, "test")
+			addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +222,7 @@ func TestScenarios(t *testing.T) {
 				if file == "" {
 					file = s.want
 				}
-				if err := os.WriteFile(filepath.Join("testdata", file+".json"), b, 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(recordingsDir, file+".json"), b, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}

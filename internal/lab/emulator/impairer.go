@@ -87,11 +87,12 @@ type slot struct {
 	size       int
 }
 
-// path is the pure model of one direction (see the package doc). Times are
-// durations since an arbitrary origin and must not decrease from one call
-// to the next. It is not safe for concurrent use: one goroutine owns it.
-type path struct {
-	d     Direction
+// impairer is the pure model of one direction: it applies an Impairment
+// to the packets that arrive (see the package doc). Times are durations
+// since an arbitrary origin and must not decrease from one call to the
+// next. It is not safe for concurrent use: one goroutine owns it.
+type impairer struct {
+	d     Impairment
 	limit Queue
 	rng   *rand.Rand
 	c     *counters
@@ -116,12 +117,12 @@ type path struct {
 	bucket float64
 }
 
-func newPath(d Direction, rng *rand.Rand, c *counters) *path {
+func newImpairer(d Impairment, rng *rand.Rand, c *counters) *impairer {
 	if d.GE != nil {
 		ge := *d.GE // the caller's copy may change; ours must not
 		d.GE = &ge
 	}
-	p := &path{d: d, limit: d.limit(), rng: rng, c: c}
+	p := &impairer{d: d, limit: d.limit(), rng: rng, c: c}
 	if d.Police != nil {
 		pol := *d.Police
 		p.d.Police = &pol
@@ -134,7 +135,7 @@ func newPath(d Direction, rng *rand.Rand, c *counters) *path {
 // arrive decides the fate of a packet of size bytes arriving at now. It
 // updates the drop, duplicate and reorder counters; the caller counts what
 // it receives and forwards.
-func (p *path) arrive(now time.Duration, size int) fate {
+func (p *impairer) arrive(now time.Duration, size int) fate {
 	var f fate
 	// Both loss processes draw for every packet, so that the
 	// Gilbert–Elliott chain steps per packet whatever random loss does.
@@ -164,7 +165,7 @@ func (p *path) arrive(now time.Duration, size int) fate {
 
 // stepGE reports whether the Gilbert–Elliott model loses this packet, then
 // moves the chain on.
-func (p *path) stepGE() bool {
+func (p *impairer) stepGE() bool {
 	g := p.d.GE
 	if p.bad {
 		lost := g.LossBad > 0 && p.rng.Float64() < g.LossBad
@@ -183,7 +184,7 @@ func (p *path) stepGE() bool {
 // police reports whether the policer lets a packet of size bytes through
 // at now, and takes its tokens if so. The bucket fills at the rate up to
 // its size; a packet that finds too few tokens is dropped and takes none.
-func (p *path) police(now time.Duration, size int) bool {
+func (p *impairer) police(now time.Duration, size int) bool {
 	if now > p.filled {
 		p.tokens = min(p.bucket, p.tokens+p.d.Police.Rate.BytesPerSecond()*(now-p.filled).Seconds())
 		p.filled = now
@@ -197,7 +198,7 @@ func (p *path) police(now time.Duration, size int) bool {
 
 // forward takes one copy through the bottleneck and the delay line and adds
 // its departure to f, or counts it dropped by the queue.
-func (p *path) forward(now time.Duration, size int, f *fate) {
+func (p *impairer) forward(now time.Duration, size int, f *fate) {
 	exit := now
 	if p.d.Rate > 0 {
 		p.drain(now)
@@ -227,12 +228,12 @@ func (p *path) forward(now time.Duration, size int, f *fate) {
 }
 
 // serialization is how long the bottleneck takes to send size bytes.
-func (p *path) serialization(size int) time.Duration {
+func (p *impairer) serialization(size int) time.Duration {
 	return time.Duration(math.Round(float64(size) * 8 * float64(time.Second) / float64(p.d.Rate)))
 }
 
 // drain forgets the packets the bottleneck has finished by now.
-func (p *path) drain(now time.Duration) {
+func (p *impairer) drain(now time.Duration) {
 	for p.head < len(p.backlog) && p.backlog[p.head].end <= now {
 		p.backlogBytes -= p.backlog[p.head].size
 		p.head++
@@ -248,7 +249,7 @@ func (p *path) drain(now time.Duration) {
 // admit reports whether the queue takes a packet of size bytes at now. The
 // packet being serialized (the first in the backlog, once started) does not
 // count as waiting.
-func (p *path) admit(now time.Duration, size int) bool {
+func (p *impairer) admit(now time.Duration, size int) bool {
 	waiting, waitingBytes := len(p.backlog)-p.head, p.backlogBytes
 	if waiting > 0 && p.backlog[p.head].start <= now {
 		waiting--
@@ -267,7 +268,7 @@ func (p *path) admit(now time.Duration, size int) bool {
 
 // delay draws the packet's delay in the line: Delay plus jitter, at
 // least 0.
-func (p *path) delay() time.Duration {
+func (p *impairer) delay() time.Duration {
 	d := p.d.Delay
 	if p.d.Jitter > 0 {
 		d += time.Duration(p.jitter() * float64(p.d.Jitter))
@@ -288,8 +289,8 @@ const (
 )
 
 // jitter draws one standardized variation: mean 0, SD 1, shaped by
-// Direction.JitterDist.
-func (p *path) jitter() float64 {
+// Impairment.JitterDist.
+func (p *impairer) jitter() float64 {
 	switch p.d.JitterDist {
 	case Uniform:
 		return math.Sqrt(3) * (2*p.rng.Float64() - 1)
@@ -303,7 +304,7 @@ func (p *path) jitter() float64 {
 }
 
 // normal is a standard normal draw truncated at ±3.
-func (p *path) normal() float64 {
+func (p *impairer) normal() float64 {
 	for {
 		if z := p.rng.NormFloat64(); math.Abs(z) <= 3 {
 			return z
@@ -313,7 +314,7 @@ func (p *path) normal() float64 {
 
 // pareto is a standardized draw of the truncated Pareto, by inversion
 // (redrawn above paretoMax, as the truncation means).
-func (p *path) pareto() float64 {
+func (p *impairer) pareto() float64 {
 	for {
 		u := 1 - p.rng.Float64() // (0, 1]: no division by zero
 		if x := math.Pow(u, -1.0/paretoShape); x <= paretoMax {

@@ -1,4 +1,4 @@
-package lab
+package experiment
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	"math"
 	"net"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -62,17 +62,17 @@ func SelfTest(ctx context.Context, version string) ([]Accuracy, error) {
 	return out, nil
 }
 
-func emulatedPair(ctx context.Context, d emulator.Direction) (*Pair, error) {
+func emulatedPair(ctx context.Context, d emulator.Impairment) (*lab.Pair, error) {
 	back := d
 	back.Loss, back.Rate = 0, 0
-	return NewPair(ctx, PairConfig{Emulated: &emulator.Config{AtoB: d, BtoA: back}, Backend: UseEmulator})
+	return lab.NewPair(ctx, lab.PairConfig{Emulated: &emulator.Config{AtoB: d, BtoA: back}, Backend: lab.UseEmulator})
 }
 
 // checkRTT times TCP handshakes from A to B across 2 × oneWay: connect
 // returns after one round trip. The median guards against a scheduling
 // hiccup.
 func checkRTT(ctx context.Context, oneWay time.Duration) (Accuracy, error) {
-	p, err := emulatedPair(ctx, emulator.Direction{Delay: oneWay})
+	p, err := emulatedPair(ctx, emulator.Impairment{Delay: oneWay})
 	if err != nil {
 		return Accuracy{}, err
 	}
@@ -137,7 +137,7 @@ func checkRTT(ctx context.Context, oneWay time.Duration) (Accuracy, error) {
 // compares the emulator's forwarded IP bytes over the steady middle of
 // the test with it.
 func checkRate(ctx context.Context, version string, rate model.Bitrate) (Accuracy, error) {
-	p, err := emulatedPair(ctx, emulator.Direction{Delay: 5 * time.Millisecond, Rate: rate})
+	p, err := emulatedPair(ctx, emulator.Impairment{Delay: 5 * time.Millisecond, Rate: rate})
 	if err != nil {
 		return Accuracy{}, err
 	}
@@ -157,8 +157,8 @@ func checkRate(ctx context.Context, version string, rate model.Bitrate) (Accurac
 // 1 s and 3 s into a 4 s test of four streams, which keep a queue at the
 // bottleneck (one stream at 1 Gbit/s sometimes lets it run dry, and the
 // check would measure TCP rather than the emulator).
-func steadyRate(ctx context.Context, p *Pair, version string, d emulator.Dir) (model.Bitrate, error) {
-	addr, stop, err := p.Serve(ctx, 0, version)
+func steadyRate(ctx context.Context, p *lab.Pair, version string, d emulator.Dir) (model.Bitrate, error) {
+	addr, stop, err := Serve(ctx, p, 0, version)
 	if err != nil {
 		return 0, err
 	}
@@ -183,12 +183,12 @@ func steadyRate(ctx context.Context, p *Pair, version string, d emulator.Dir) (m
 // checkLoss pushes a test through random loss and compares the share of
 // packets dropped with its 99.9% binomial interval.
 func checkLoss(ctx context.Context, version string, loss float64) (Accuracy, error) {
-	p, err := emulatedPair(ctx, emulator.Direction{Delay: time.Millisecond, Loss: loss})
+	p, err := emulatedPair(ctx, emulator.Impairment{Delay: time.Millisecond, Loss: loss})
 	if err != nil {
 		return Accuracy{}, err
 	}
 	defer p.Close()
-	addr, stop, err := p.Serve(ctx, 0, version)
+	addr, stop, err := Serve(ctx, p, 0, version)
 	if err != nil {
 		return Accuracy{}, err
 	}
@@ -212,20 +212,4 @@ func checkLoss(ctx context.Context, version string, loss float64) (Accuracy, err
 		Measured: fmt.Sprintf("%.3f%% of %d packets", 100*got, c.Received),
 		Bound:    fmt.Sprintf("± %.3f%% (99.9%%)", 100*half), OK: math.Abs(got-loss) <= half,
 	}, nil
-}
-
-// Serve starts a tcpscope server in host B on port (0: any) and returns
-// its address and a function that stops it and waits for it to finish.
-func (p *Pair) Serve(ctx context.Context, port int, version string) (string, func(), error) {
-	ln, err := p.B.Listen(ctx, "tcp", net.JoinHostPort(p.B.Addr.String(), strconv.Itoa(port)))
-	if err != nil {
-		return "", nil, fmt.Errorf("listen in host B: %w", err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		(&perf.Server{Version: version, InNetns: p.B.Do}).Serve(sctx, ln)
-	}()
-	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }
