@@ -45,7 +45,7 @@ var allowed = map[string][]string{
 	"internal/pace":           {},
 	"internal/lab/profile":    {"internal/model", "internal/lab/emulator"},
 	"internal/lab/precision":  {"internal/model", "internal/diagnose", "internal/lab", "internal/lab/emulator", "internal/lab/experiment", "internal/perf", "internal/tcpmath"},
-	"internal/lab/experiment": {"internal/model", "internal/report", "internal/stats", "internal/tcpmath", "internal/lab", "internal/lab/emulator", "internal/lab/profile", "internal/perf"},
+	"internal/lab/experiment": {"internal/model", "internal/report", "internal/stats", "internal/tcpmath", "internal/lab", "internal/lab/emulator", "internal/lab/profile", "internal/perf", "internal/iperf3", "internal/diagnose"},
 	"internal/stats":          {},
 	"internal/archive":        {"internal/model"},
 	"internal/archive/pgtest": {},

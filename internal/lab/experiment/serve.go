@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -24,7 +25,11 @@ func Serve(ctx context.Context, p *lab.Pair, port int, version string) (string, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&perf.Server{Version: version, InNetns: p.B.Do}).Serve(sctx, ln)
+		srv := &perf.Server{Version: version, InNetns: p.B.Do}
+		// Stock iperf3 clients too, as tcpscope server serves them: a
+		// lab shell's user runs iperf3 -c $B as well.
+		srv.Handle(&iperf3.Handler{})
+		srv.Serve(sctx, ln)
 	}()
 	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -36,6 +37,7 @@ func serveIperf3(t *testing.T, args ...string) perf.TestRecord {
 	}
 	records := make(chan perf.TestRecord, 1)
 	srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
+	srv.Handle(&iperf3.Handler{})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/profile"
@@ -97,7 +98,7 @@ func (t *labTestbed) Test(ctx context.Context, cfg model.TestConfig) (*model.Run
 	var run *model.Run
 	err := t.pair.A.Do(func() error {
 		var err error
-		run, err = (&perf.Client{Version: t.version}).Run(ctx, t.addr, cfg)
+		run, err = (&perf.Client{Version: t.version, SetupWarnings: diagnose.BufferWarnings}).Run(ctx, t.addr, cfg)
 		return err
 	})
 	return run, err
