@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"internal/hostinfo":       {"internal/model"},
 	"internal/probe":          {"internal/model", "internal/tcpinfo"},
 	"internal/sockdiag":       {"internal/model", "internal/tcpinfo"},
-	"internal/watch":          {"internal/model", "internal/diagnose"},
+	"internal/watch":          {"internal/model", "internal/diagnose", "internal/pace"},
 	"internal/scope":          {"internal/model", "internal/watch"},
 	"internal/columns":        {},
 	"internal/pace":           {},
