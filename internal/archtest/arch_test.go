@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"internal/health":         {},
 	"internal/token":          {},
 	"internal/i3auth":         {},
-	"internal/report":         {"internal/model"},
+	"internal/report":         {"internal/model", "internal/watch", "internal/columns"},
 	"internal/lab":            {"internal/model", "internal/perf", "internal/report", "internal/lab/emulator"},
 	"internal/lab/emulator":   {"internal/model"},
 	"internal/lab/labtest":    {"internal/lab", "internal/model"},
