@@ -215,59 +215,62 @@ func TestSessionNoMatch(t *testing.T) {
 	}
 }
 
-// When the followed connection closes (TIME-WAIT, then gone), another
-// match is followed next only if it moves at least busyShare of what
-// the closed one did over its last second; otherwise the session ends
-// with a frame that has the closed connection's last numbers.
-func TestSessionAfterTheFollowedCloses(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		other model.Bytes // bytes a second; the followed moves 10 MB/s
-		goOn  bool
-	}{
-		{"idle control connection", 0, false},
-		{"one twentieth as busy", 500_000, false},
-		{"a fifth as busy", 2_000_000, true},
-	} {
-		t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {
-			_, data := iperf3ish(time.Second)
-			other := &scriptConn{cookie: 1, local: addr("127.0.0.1:40000"), remote: addr("127.0.0.1:5201"), rate: c.other}
-			frames, notes := run(t, &script{conns: []*scriptConn{data, other}}, Config{Follow: true, Filter: "dport 5201", Count: 100})
-			// The data connection is followed from 250 ms, a frame a tick
-			// while it is open: until 950 ms.
-			open := 8
-			if len(frames) <= open {
-				t.Fatalf("%d frames", len(frames))
-			}
-			for i, f := range frames[:open] {
-				if len(f.Rows) != 1 || f.Rows[0].Cookie != data.cookie {
-					t.Fatalf("frame %d: %+v", i, f.Rows)
-				}
-			}
-			f := frames[open]
-			if len(f.Closed) != 1 || f.Closed[0].Cookie != data.cookie {
-				t.Fatalf("frame after the close: closed %+v", f.Closed)
-			}
-			if !c.goOn {
-				if len(f.Rows) != 0 || len(frames) != open+1 || len(notes) != 1 {
-					t.Errorf("the session went on: %d frames, rows %+v, notes %q", len(frames), f.Rows, notes)
-				}
-				return
-			}
-			if len(f.Rows) != 1 || f.Rows[0].Cookie != other.cookie || !f.Rows[0].New || len(frames) != 100 {
-				t.Fatalf("%d frames; the frame after the close: rows %+v", len(frames), f.Rows)
-			}
-			want := fmt.Sprintf(`127.0.0.1:40002 → 127.0.0.1:5201 closed; following 127.0.0.1:40000 → 127.0.0.1:5201, `+
-				`the busiest other connection "dport 5201" matches (%s sent)`, 16*model.MbitPerSecond)
-			if len(notes) != 2 || notes[1] != want {
-				t.Errorf("notes %q\nwant the pick, then %q", notes, want)
-			}
-			for i, f := range frames[open+1:] {
-				if len(f.Rows) != 1 || f.Rows[0].Cookie != other.cookie || len(f.Closed) != 0 {
-					t.Fatalf("frame %d after the switch: %+v", i, f)
-				}
-			}
-		})
+// followTillClose follows a 10 MB/s transfer that ends at 1 s while
+// another match moves other bytes a second. It returns the frames, the
+// notes, and the other connection; the frames up to the close are
+// checked here.
+func followTillClose(t *testing.T, other model.Bytes) ([]Frame, []string, *scriptConn) {
+	t.Helper()
+	_, data := iperf3ish(time.Second)
+	o := &scriptConn{cookie: 1, local: addr("127.0.0.1:40000"), remote: addr("127.0.0.1:5201"), rate: other}
+	frames, notes := run(t, &script{conns: []*scriptConn{data, o}}, Config{Follow: true, Filter: "dport 5201", Count: 100})
+	// The data connection is followed from 250 ms, a frame a tick while
+	// it is open (until 950 ms); the next frame has it closed.
+	const open = 8
+	if len(frames) <= open {
+		t.Fatalf("%d frames", len(frames))
+	}
+	for i, f := range frames[:open] {
+		if len(f.Rows) != 1 || f.Rows[0].Cookie != data.cookie {
+			t.Fatalf("frame %d: %+v", i, f.Rows)
+		}
+	}
+	if f := frames[open]; len(f.Closed) != 1 || f.Closed[0].Cookie != data.cookie {
+		t.Fatalf("frame after the close: closed %+v", f.Closed)
+	}
+	return frames[open:], notes, o
+}
+
+// When the followed connection closes (TIME-WAIT, then gone) and the
+// other match moves less than busyShare of what it did over its last
+// second, the session ends, with a frame that has the closed
+// connection's last numbers: the end of an iperf3 test.
+func TestSessionEndsWithTheTransfer(t *testing.T) {
+	for _, other := range []model.Bytes{0, 500_000} {
+		after, notes, _ := followTillClose(t, other)
+		if len(after) != 1 || len(after[0].Rows) != 0 || len(notes) != 1 {
+			t.Errorf("%d B/s beside: the session went on: %d frames after the close, rows %+v, notes %q", other, len(after), after[0].Rows, notes)
+		}
+	}
+}
+
+// When the followed connection closes and the other match moves at
+// least busyShare of what it did, the session follows that one, says
+// so, and goes on.
+func TestSessionGoesOnWithABusyMatch(t *testing.T) {
+	after, notes, other := followTillClose(t, 2_000_000) // a fifth
+	if f := after[0]; len(f.Rows) != 1 || f.Rows[0].Cookie != other.cookie || !f.Rows[0].New || len(after) != 100-8 {
+		t.Fatalf("%d frames after the close; the first: rows %+v", len(after), f.Rows)
+	}
+	want := fmt.Sprintf(`127.0.0.1:40002 → 127.0.0.1:5201 closed; following 127.0.0.1:40000 → 127.0.0.1:5201, `+
+		`the busiest other connection "dport 5201" matches (%s sent)`, 16*model.MbitPerSecond)
+	if len(notes) != 2 || notes[1] != want {
+		t.Errorf("notes %q\nwant the pick, then %q", notes, want)
+	}
+	for i, f := range after[1:] {
+		if len(f.Rows) != 1 || f.Rows[0].Cookie != other.cookie || len(f.Closed) != 0 {
+			t.Fatalf("frame %d after the switch: %+v", i, f)
+		}
 	}
 }
 
