@@ -88,12 +88,12 @@ func TestWatchNamesTheLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cli.Process.Kill(); cli.Wait() })
-			// The transfer is on once a connection to the port has moved
-			// a quarter megabyte (iperf3's control connection moves
-			// less than a kilobyte).
+			// The limit shows once the transfer is past its start: wait
+			// until the sender has been busy a second by the kernel's
+			// count (iperf3's control connection never is).
 			err := p.A.Do(func() error {
 				_, err := awaitSockets("dport "+port+" state established", 10*time.Second, func(s []model.Socket) bool {
-					return slices.ContainsFunc(s, func(k model.Socket) bool { return k.TCP.BytesAcked.V >= 256*model.KiB })
+					return slices.ContainsFunc(s, func(k model.Socket) bool { return k.TCP.BusyTime.V >= time.Second })
 				})
 				return err
 			})

@@ -17,15 +17,15 @@ import (
 func (f *watchFlags) show(cfg watch.Config, stdout io.Writer) watch.Show {
 	out := pace.Output(stdout)
 	if f.jsonStream || cfg.Follow {
-		return watch.Show{Frame: followView(out, f.jsonStream)}
+		return watch.Show{Frame: frameView(out, f.jsonStream)}
 	}
 	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1}
 	return watch.Show{List: l.Write}
 }
 
-// followView writes frames as JSON lines, or as a followed connection's
-// lines.
-func followView(out io.Writer, asJSON bool) func(watch.Frame) error {
+// frameView writes frames as JSON lines, or as a followed connection's
+// lines (not JSON: only a followed connection's frames come here).
+func frameView(out io.Writer, asJSON bool) func(watch.Frame) error {
 	if asJSON {
 		return watch.NewRecorder(out).Write
 	}
