@@ -30,33 +30,58 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// waitUntil asks cond every poll until it holds (true) or timeout has
+// passed (false): the tests wait on conditions, never on the clock alone.
+func waitUntil(timeout, poll time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+}
+
 // waitSockets waits until the sockets filter matches satisfy ok, and
 // returns them.
 func waitSockets(t *testing.T, filter string, ok func([]model.Socket) bool) []model.Socket {
 	t.Helper()
-	f, err := sockdiag.Parse(filter)
+	socks, err := awaitSockets(filter, 10*time.Second, ok)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return socks
+}
+
+// awaitSockets waits until the sockets filter matches, in the network
+// namespace it is called in, satisfy ok, and returns them.
+func awaitSockets(filter string, timeout time.Duration, ok func([]model.Socket) bool) ([]model.Socket, error) {
+	f, err := sockdiag.Parse(filter)
+	if err != nil {
+		return nil, err
 	}
 	c, err := sockdiag.Open(-1)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		socks, err := c.Dump(f, 0, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok(socks) {
-			return socks
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%q: the sockets never came: %d now", filter, len(socks))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var socks []model.Socket
+	held := waitUntil(timeout, 20*time.Millisecond, func() bool {
+		socks, err = c.Dump(f, 0, nil)
+		return err != nil || ok(socks)
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !held:
+		return nil, fmt.Errorf("%q: the sockets never came: %d now", filter, len(socks))
 	}
+	return socks, nil
 }
 
 // iperf3Loopback runs a stock iperf3 test on loopback for secs seconds at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/sockdiag"
 	"github.com/tcpscope/tcpscope/internal/watch"
 )
 
@@ -88,7 +88,18 @@ func TestWatchNamesTheLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cli.Process.Kill(); cli.Wait() })
-			time.Sleep(time.Second)
+			// The limit shows once the transfer is past its start: wait
+			// until the sender has been busy a second by the kernel's
+			// count (iperf3's control connection never is).
+			err := p.A.Do(func() error {
+				_, err := awaitSockets("dport "+port+" state established", 10*time.Second, func(s []model.Socket) bool {
+					return slices.ContainsFunc(s, func(k model.Socket) bool { return k.TCP.BusyTime.V >= time.Second })
+				})
+				return err
+			})
+			if err != nil {
+				t.Fatalf("the transfer did not start: %v", err)
+			}
 
 			// Step 1: list the connections to the port, as a user would,
 			// and take the busiest (iperf3 has a control connection too).
@@ -165,27 +176,11 @@ func TestWatchNamesTheLimit(t *testing.T) {
 // B rather than connecting (the receivers take one connection only).
 func waitListening(t *testing.T, p *lab.Pair, port string) {
 	t.Helper()
-	f, err := sockdiag.Parse("sport " + port + " state listening")
+	err := p.B.Do(func() error {
+		_, err := awaitSockets("sport "+port+" state listening", 5*time.Second, func(s []model.Socket) bool { return len(s) > 0 })
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("nothing listens on port %s in host B: %v", port, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		n := 0
-		p.B.Do(func() error {
-			c, err := sockdiag.Open(-1)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			socks, err := c.Dump(f, 0, nil)
-			n = len(socks)
-			return err
-		})
-		if n > 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on port %s in host B", port)
 }

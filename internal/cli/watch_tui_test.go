@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,6 +23,9 @@ func TestWatchTUI(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tcpscope").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	// Everything started here ends before the test does.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -28,44 +33,20 @@ func TestWatchTUI(t *testing.T) {
 	defer ln.Close()
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() {
+	wg.Go(func() {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
 		defer c.Close()
-		buf := make([]byte, 1<<16)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := c.Read(buf); err != nil {
-				return
-			}
-		}
-	}()
+		io.Copy(io.Discard, c)
+	})
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	go func() {
-		buf := make([]byte, 1<<16)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := c.Write(buf); err != nil {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	wg.Go(func() { pacedSender(c, stop) })
 	lport := c.LocalAddr().(*net.TCPAddr).Port
 	rport := ln.Addr().(*net.TCPAddr).Port
 	session := fmt.Sprintf("tcpscope-test-%d", lport)
@@ -75,19 +56,18 @@ func TestWatchTUI(t *testing.T) {
 	}
 	defer exec.Command("tmux", "kill-session", "-t", session).Run()
 
-	var screen string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	capture := func() string {
 		out, err := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
 		if err != nil {
 			t.Fatalf("capture-pane: %v", err)
 		}
-		screen = string(out)
-		if strings.Contains(screen, "what limits it:") {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+		return string(out)
 	}
+	var screen string
+	waitUntil(10*time.Second, 200*time.Millisecond, func() bool {
+		screen = capture()
+		return strings.Contains(screen, "what limits it:")
+	})
 	for _, want := range []string{
 		fmt.Sprintf("127.0.0.1:%d → 127.0.0.1:%d", lport, rport),
 		"goodput", "peer wnd", "cwnd", "RTT", "limited", "options SACK", "what limits it:", "q: quit",
@@ -101,33 +81,24 @@ func TestWatchTUI(t *testing.T) {
 	// said "gathering evidence…" four frames in five.
 	stamp := regexp.MustCompile(`t=[0-9.]+s`)
 	seen := map[string]bool{stamp.FindString(screen): true}
-	deadline = time.Now().Add(10 * time.Second)
-	for len(seen) < 12 && time.Now().Before(deadline) {
-		out, err := exec.Command("tmux", "capture-pane", "-t", session, "-p").Output()
-		if err != nil {
-			t.Fatalf("capture-pane: %v", err)
+	waitUntil(10*time.Second, 20*time.Millisecond, func() bool {
+		out := capture()
+		if at := stamp.FindString(out); at != "" && !seen[at] {
+			seen[at] = true
+			if !strings.Contains(out, "what limits it:") {
+				t.Errorf("at %s the diagnosis is gone:\n%s", at, out)
+			}
 		}
-		at := stamp.FindString(string(out))
-		if at == "" || seen[at] {
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		seen[at] = true
-		if !strings.Contains(string(out), "what limits it:") {
-			t.Errorf("at %s the diagnosis is gone:\n%s", at, out)
-		}
-	}
+		return len(seen) >= 12
+	})
 	if len(seen) < 12 {
 		t.Errorf("%d frames seen in 10 s", len(seen))
 	}
 	// q quits: the pane's command ends and tmux closes the session.
 	exec.Command("tmux", "send-keys", "-t", session, "q").Run()
-	deadline = time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		if exec.Command("tmux", "has-session", "-t", session).Run() != nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !waitUntil(3*time.Second, 100*time.Millisecond, func() bool {
+		return exec.Command("tmux", "has-session", "-t", session).Run() != nil
+	}) {
+		t.Error("the view did not quit on q")
 	}
-	t.Error("the view did not quit on q")
 }

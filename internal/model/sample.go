@@ -229,6 +229,23 @@ func (b *BBRInfo) Mode() string {
 // TCPState is the socket state (TCP_ESTABLISHED ...).
 type TCPState uint8
 
+// The kernel's TCP states (include/net/tcp_states.h), by its numbers.
+const (
+	TCPEstablished TCPState = iota + 1
+	TCPSynSent
+	TCPSynRecv
+	TCPFinWait1
+	TCPFinWait2
+	TCPTimeWait
+	TCPClose
+	TCPCloseWait
+	TCPLastAck
+	TCPListen
+	TCPClosing
+	TCPNewSynRecv
+	TCPBoundInactive
+)
+
 var tcpStates = [...]string{"unknown", "established", "syn-sent", "syn-recv", "fin-wait-1", "fin-wait-2", "time-wait", "close", "close-wait", "last-ack", "listen", "closing", "new-syn-recv", "bound-inactive"}
 
 func (s TCPState) String() string {

@@ -1,10 +1,3 @@
-// Package watch is the TCP oscilloscope's core: it turns successive
-// sock_diag dumps into rows with rates (counters as deltas between
-// samples), keeps a sliding window of one connection's samples for the
-// running diagnosis, and records and replays the sample stream as JSON
-// lines. It does no I/O of its own beyond the io.Reader and io.Writer it
-// is given, so replaying a recording goes through exactly the code that
-// watched it live.
 package watch
 
 import (

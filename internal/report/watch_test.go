@@ -1,0 +1,176 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/watch"
+)
+
+// tabwriterList is the connection list as it was written before
+// internal/columns: through text/tabwriter, cell by cell with fmt. The
+// list must still come out byte for byte like this.
+func tabwriterList(l watch.List) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "local\tremote\tstate\tcc\tgoodput\t\tRTT\tcwnd\tretr\tprocess\t")
+	for _, r := range l.Rows {
+		dir := "←"
+		if r.Sending {
+			dir = "→"
+		}
+		proc := ""
+		if r.PID != 0 {
+			proc = fmt.Sprintf("%s/%d", r.Process, r.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Local, r.Remote, r.TCP.State, r.TCP.Congestion,
+			r.Rate, dir, watchRTT(r.TCP.RTT), r.TCP.CwndBytes().Binary(), r.Retrans, proc)
+	}
+	tw.Flush()
+	for _, r := range l.Closed {
+		fmt.Fprintf(&b, "closed: %s → %s\n", r.Local, r.Remote)
+	}
+	return b.String()
+}
+
+func TestWatchListLikeTabwriter(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	addrs := []netip.AddrPort{
+		netip.MustParseAddrPort("127.0.0.1:5201"), netip.MustParseAddrPort("10.11.12.13:65535"),
+		netip.MustParseAddrPort("[2001:db8::1]:22"), netip.MustParseAddrPort("[fe80::1%eth0]:443"), {},
+	}
+	procs := []string{"iperf3", "", "naïve-日本", "tab\there", "a<b>&c", "new\nline"}
+	ccs := []string{"cubic", "bbr", "", "reno"}
+	rates := []model.Bitrate{0, 1, 999, 1500, 9.41e9, 123.456e6, 2.5e12}
+	rtts := []time.Duration{0, 57 * time.Microsecond, 999 * time.Microsecond, 12345678, 2 * time.Second}
+	row := func() watch.ListRow {
+		lr := watch.ListRow{
+			SocketBrief: model.SocketBrief{
+				Local: addrs[r.IntN(len(addrs))], Remote: addrs[r.IntN(len(addrs))],
+				TCP: model.SampleBrief{State: model.TCPState(r.IntN(16)), Congestion: ccs[r.IntN(len(ccs))],
+					RTT: rtts[r.IntN(len(rtts))], SndMSS: model.Bytes(r.IntN(65536)), SndCwnd: uint32(r.IntN(100000))},
+			},
+			Sending: r.IntN(2) == 0, Rate: rates[r.IntN(len(rates))], Retrans: uint32(r.IntN(5000)),
+		}
+		if r.IntN(3) > 0 {
+			lr.PID, lr.Process = 1+r.IntN(4000000), procs[r.IntN(len(procs))]
+		}
+		return lr
+	}
+	for n := range 41 {
+		l := watch.List{At: time.Duration(n) * time.Second}
+		rows := r.IntN(30)
+		if n == 40 { // formatted in two halves
+			rows = 2500
+		}
+		for range rows {
+			l.Rows = append(l.Rows, row())
+		}
+		for range r.IntN(3) {
+			l.Closed = append(l.Closed, row())
+		}
+		var out bytes.Buffer
+		v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, Filter: "dport 22"}
+		if err := v.Write(l); err != nil {
+			t.Fatal(err)
+		}
+		header, got, _ := strings.Cut(out.String(), "\n")
+		if !strings.HasPrefix(header, fmt.Sprintf("tcpscope watch: %d connections (dport 22) at ", len(l.Rows))) {
+			t.Errorf("header %q", header)
+		}
+		if want := tabwriterList(l); got != want {
+			t.Fatalf("list %d:\ngot\n%s\nwant\n%s", n, got, want)
+		}
+	}
+}
+
+// BenchmarkWatchList lays out a list of 20,000 connections, as bench/watch.sh
+// has them.
+func BenchmarkWatchList(b *testing.B) {
+	l := watch.List{}
+	for i := range 20000 {
+		l.Rows = append(l.Rows, watch.ListRow{SocketBrief: model.SocketBrief{
+			Local:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(32768+i)),
+			Remote: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 37813),
+			TCP:    model.SampleBrief{State: 1, Congestion: "cubic", RTT: time.Duration(20+i%50) * time.Microsecond, SndMSS: 32768, SndCwnd: 10},
+		}})
+	}
+	v := &WatchList{Out: io.Discard, Refresh: time.Second, Interval: time.Second}
+	for b.Loop() {
+		v.frames = 0
+		if err := v.Write(l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// followFrames is a followed connection's life as tcpscope watch --conn
+// shows it: its first sight, samples, a change of diagnosis, another
+// match taking its place when it closes, and that one's end.
+func followFrames() []watch.Frame {
+	a := watch.Row{Socket: model.Socket{Cookie: 1, Local: netip.MustParseAddrPort("127.0.0.1:40002"),
+		Remote: netip.MustParseAddrPort("127.0.0.1:5201"), PID: 4711, Process: "iperf3",
+		TCP: model.Sample{Congestion: "cubic", Options: model.Options{SACK: true, Timestamps: true}, SndMSS: 32741, SndCwnd: 10,
+			RTT: 57 * time.Microsecond, MinRTT: model.Some(20 * time.Microsecond), SndWnd: model.Some(model.Bytes(3 << 20))}}}
+	b := a
+	b.Cookie, b.Local, b.PID, b.Process = 2, netip.MustParseAddrPort("127.0.0.1:40004"), 0, ""
+	sent := func(r watch.Row, rate model.Bitrate) watch.Row {
+		r.Sending, r.Rate, r.Retrans = true, rate, 3
+		r.Limited = model.Some(model.Limited{Rwnd: 0.5, Cwnd: 0.25, App: 0.25})
+		return r
+	}
+	got := func(r watch.Row, rate model.Bitrate) watch.Row {
+		r.Rate, r.TCP.RecvQ = rate, model.Some(model.Bytes(1500))
+		return r
+	}
+	rwnd := []model.Finding{{ID: "rwnd-limited", Summary: "the receiver's window holds the rate"}}
+	app := []model.Finding{{ID: "app-limited", Summary: "the sender had nothing to send"}}
+	newA, newB := a, b
+	newA.New, newB.New = true, true
+	return []watch.Frame{
+		{At: 250 * time.Millisecond, Rows: []watch.Row{newA}},
+		{At: 350 * time.Millisecond, Rows: []watch.Row{sent(a, 80e6)}},
+		{At: 450 * time.Millisecond, Rows: []watch.Row{sent(a, 79.5e6)}, Diagnosis: rwnd},
+		{At: 550 * time.Millisecond, Rows: []watch.Row{sent(a, 80e6)}, Diagnosis: rwnd},
+		{At: 1250 * time.Millisecond, Rows: []watch.Row{sent(a, 1e6)}, Diagnosis: app},
+		{At: 1600 * time.Millisecond, Rows: []watch.Row{newB}, Closed: []watch.Row{a}},
+		{At: 1700 * time.Millisecond, Rows: []watch.Row{got(b, 12.5e6)}, Diagnosis: app},
+		{At: 1800 * time.Millisecond, Closed: []watch.Row{b}},
+	}
+}
+
+// The followed connection's lines, as tcpscope watch --conn prints them
+// (and tcpscope replay reprints them).
+func TestWatchFollowText(t *testing.T) {
+	var out bytes.Buffer
+	v := &WatchFollow{Out: &out}
+	for _, f := range followFrames() {
+		if err := v.Write(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `following 127.0.0.1:40002 → 127.0.0.1:5201 (cubic, process iperf3/4711), options SACK TS no-WS, mss 32741 B
+   0.35s 80.0 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
+   0.45s 79.5 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
+         diagnosis: rwnd-limited: the receiver's window holds the rate
+   0.55s 80.0 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
+   1.25s 1.00 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
+         diagnosis: app-limited: the sender had nothing to send
+127.0.0.1:40002 → 127.0.0.1:5201 closed; last sample: 1.00 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
+following 127.0.0.1:40004 → 127.0.0.1:5201 (cubic), options SACK TS no-WS, mss 32741 B
+   1.70s 12.5 Mbit/s received, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 0, unread 1.46 KiB
+         diagnosis: app-limited: the sender had nothing to send
+connection closed; last sample: 12.5 Mbit/s received, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 0, unread 1.46 KiB
+`
+	if got := out.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
