@@ -22,7 +22,7 @@ import (
 // named window-limited.
 func TestDiagnoseLab(t *testing.T) {
 	labtest.Require(t)
-	dir := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 100e6}
+	dir := emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 100e6}
 	host := lab.HostConfig{WindowScaling: lab.Off}
 	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: dir, BtoA: dir}, A: host, B: host, Backend: lab.UseEmulator})
 	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
@@ -78,7 +78,7 @@ func TestDiagnoseLab(t *testing.T) {
 // acknowledged, and end with the tests' error.
 func TestDiagnoseBlackHole(t *testing.T) {
 	labtest.Require(t)
-	dir := emulator.Direction{Delay: 5 * time.Millisecond, Rate: 50e6, MTU: 1500, BlackHole: true}
+	dir := emulator.Impairment{Delay: 5 * time.Millisecond, Rate: 50e6, MTU: 1500, BlackHole: true}
 	p := labtest.Pair(t, lab.PairConfig{MTU: 9000, Emulated: &emulator.Config{AtoB: dir, BtoA: dir}, Backend: lab.UseEmulator})
 	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 	if err != nil {
@@ -111,8 +111,8 @@ func TestDiagnoseBlackHole(t *testing.T) {
 // --target-rate.
 func TestDiagnoseDirections(t *testing.T) {
 	labtest.Require(t)
-	up := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 10e6}
-	down := emulator.Direction{Delay: 10 * time.Millisecond, Rate: 10e6, Loss: 0.01}
+	up := emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 10e6}
+	down := emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 10e6, Loss: 0.01}
 	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: up, BtoA: down, Seed: 3}, Backend: lab.UseEmulator})
 	addr, stop, err := experiment.Serve(t.Context(), p, 0, "test")
 	if err != nil {

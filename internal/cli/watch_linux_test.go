@@ -54,19 +54,19 @@ func TestWatchNamesTheLimit(t *testing.T) {
 	small := lab.HostConfig{Rmem: lab.BufferSizes{Min: 4096, Default: 65536, Max: 128 * model.KiB}}
 	cases := []struct {
 		name   string
-		path   emulator.Direction
+		path   emulator.Impairment
 		a, b   lab.HostConfig
 		sender string
 		want   string
 	}{
-		{"iperf3, small receiver buffer", emulator.Direction{Delay: 10 * time.Millisecond, Rate: 100e6}, lab.HostConfig{}, small, "iperf3", "rwnd-limited"},
-		{"python, small receiver buffer", emulator.Direction{Delay: 10 * time.Millisecond, Rate: 100e6}, lab.HostConfig{}, small, "python3", "rwnd-limited"},
-		{"iperf3, random loss on a long path", emulator.Direction{Delay: 30 * time.Millisecond, Rate: 100e6, Loss: 0.003},
+		{"iperf3, small receiver buffer", emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 100e6}, lab.HostConfig{}, small, "iperf3", "rwnd-limited"},
+		{"python, small receiver buffer", emulator.Impairment{Delay: 10 * time.Millisecond, Rate: 100e6}, lab.HostConfig{}, small, "python3", "rwnd-limited"},
+		{"iperf3, random loss on a long path", emulator.Impairment{Delay: 30 * time.Millisecond, Rate: 100e6, Loss: 0.003},
 			lab.HostConfig{CongestionControl: "reno"}, lab.HostConfig{}, "iperf3", "loss-limited"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
-			back := emulator.Direction{Delay: tc.path.Delay}
+			back := emulator.Impairment{Delay: tc.path.Delay}
 			p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: tc.path, BtoA: back}, A: tc.a, B: tc.b, Backend: lab.UseEmulator})
 			ctx := t.Context()
 			const port = "5201"

@@ -35,10 +35,6 @@
 //     client; model.PathFacts is what probes learn of a path, not how the
 //     lab builds one.
 //
-// lab.Path, Pair.SetPath and emulator.Direction are the old names of the
-// impairments, kept as deprecated aliases for tests outside the lab until
-// they are renamed.
-//
 // Why our own emulator and not only netem: the kernels tcpscope is developed
 // and tested on are built without sch_netem (and without fq and codel), so
 // there is no kernel delay emulation to call. What they do have is tbf,

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -143,20 +142,6 @@ type Impairment struct {
 	Delay     time.Duration
 	Duplicate float64
 	GE        *emulator.GilbertElliott
-}
-
-// Path is the old name of Impairment.
-//
-// Deprecated: use Impairment. Kept for tests outside the lab (internal/perf)
-// until they are renamed.
-type Path = Impairment
-
-// SetPath is the old name of SetImpairment.
-//
-// Deprecated: use SetImpairment. Kept for tests outside the lab
-// (internal/perf) until they are renamed.
-func (p *Pair) SetPath(ctx context.Context, d Dir, imp Impairment) error {
-	return p.SetImpairment(ctx, d, imp)
 }
 
 // IsZero reports whether p leaves the direction unimpaired.

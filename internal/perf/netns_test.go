@@ -45,7 +45,7 @@ func runFrom(t *testing.T, p *lab.Pair, addr string, cfg model.TestConfig) *mode
 // A 100 Mbit/s bottleneck must measure as one: TCP's payload share of a
 // 1500-byte frame is 1448/1514, so ~95.6 Mbit/s is the ceiling to expect.
 func TestNetnsBottleneckRate(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Rate: 100 * model.MbitPerSecond}})
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{Rate: 100 * model.MbitPerSecond}})
 	addr := serveIn(t, p)
 	run := runFrom(t, p, addr, model.TestConfig{Duration: 3 * time.Second, Omit: time.Second, Interval: 500 * time.Millisecond})
 	got := run.Summary[0].Goodput.V
@@ -63,7 +63,7 @@ func TestNetnsBottleneckRate(t *testing.T) {
 func TestNetnsReceiveWindowLimited(t *testing.T) {
 	small := lab.BufferSizes{Min: 4096, Default: 64 * model.KiB, Max: 64 * model.KiB}
 	p := labtest.Pair(t, lab.PairConfig{
-		AtoB: lab.Path{Rate: 100 * model.MbitPerSecond},
+		AtoB: lab.Impairment{Rate: 100 * model.MbitPerSecond},
 		B:    lab.HostConfig{WindowScaling: lab.Off, Rmem: small},
 	})
 	addr := serveIn(t, p)
@@ -94,7 +94,7 @@ func TestNetnsReceiveWindowLimited(t *testing.T) {
 // A path that drops everything: the client's connection attempt times out
 // and says so (exit code 5 on the command line), rather than hanging.
 func TestNetnsConnectTimeout(t *testing.T) {
-	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Path{Loss: 1}})
+	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{Loss: 1}})
 	addr := serveIn(t, p)
 	err := p.A.Do(func() error {
 		_, err := (&perf.Client{ConnectTimeout: time.Second}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second})
@@ -113,7 +113,7 @@ func TestNetnsPathDiesMidTest(t *testing.T) {
 	addr := serveIn(t, p)
 	go func() {
 		time.Sleep(700 * time.Millisecond)
-		if err := p.SetPath(context.Background(), lab.AtoB, lab.Path{Loss: 1}); err != nil {
+		if err := p.SetImpairment(context.Background(), lab.AtoB, lab.Impairment{Loss: 1}); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -142,8 +142,8 @@ func TestNetnsPathDiesMidTest(t *testing.T) {
 // and the diagnosis of the run names the path, not the host.
 func TestNetnsUDPLoss(t *testing.T) {
 	const loss = 0.02
-	fwd := emulator.Direction{Rate: 100 * model.MbitPerSecond, Loss: loss, Delay: 10 * time.Millisecond}
-	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: fwd, BtoA: emulator.Direction{Delay: 10 * time.Millisecond}}, Backend: lab.UseEmulator})
+	fwd := emulator.Impairment{Rate: 100 * model.MbitPerSecond, Loss: loss, Delay: 10 * time.Millisecond}
+	p := labtest.Pair(t, lab.PairConfig{Emulated: &emulator.Config{AtoB: fwd, BtoA: emulator.Impairment{Delay: 10 * time.Millisecond}}, Backend: lab.UseEmulator})
 	addr := serveIn(t, p)
 	run := runFrom(t, p, addr, model.TestConfig{Protocol: model.UDP, Duration: 3 * time.Second, Bitrate: 20 * model.MbitPerSecond, Length: 1400})
 	u := run.Summary[0].UDP

@@ -88,12 +88,6 @@ type Impairment struct {
 	BlackHole bool
 }
 
-// Direction is the old name of Impairment.
-//
-// Deprecated: use Impairment. Kept for tests outside the lab
-// (internal/perf, internal/cli) until they are renamed.
-type Direction = Impairment
-
 // Distribution is the shape of an Impairment's jitter. Every shape is
 // scaled to mean 0 and standard deviation Impairment.Jitter, so switching
 // shapes keeps the average delay and the spread and changes only how the
