@@ -66,22 +66,9 @@ With the defaults it takes about 11 s.`,
 }
 
 func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, stderr io.Writer) error {
-	var dirs []bool // reverse?
-	switch f.direction {
-	case "up":
-		dirs = []bool{false}
-	case "down":
-		dirs = []bool{true}
-	case "both":
-		dirs = []bool{false, true}
-	default:
-		return usagef("--direction up, down or both", "unknown direction %q", f.direction)
-	}
-	if f.parallel < 1 || f.parallel > perf.MaxParallel {
-		return usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.parallel)
-	}
-	if f.duration == 0 {
-		f.duration = 5 * time.Second
+	dirs, err := diagnoseDirections(f)
+	if err != nil {
+		return err
 	}
 	addr, err := hostPort(target, f.port)
 	if err != nil {
@@ -112,18 +99,67 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	say("2. path to %s: RTT %v (min of %d handshakes; median %v), MSS %d B, path MTU %d B", addr,
 		res.Path.RTTMin.Round(time.Microsecond), res.Path.Connects, res.Path.RTTMedian.Round(time.Microsecond), res.Path.MSS, res.Path.PMTU)
 
-	// 3. The tests. A test that breaks off still has a run: what it
-	// measured is the diagnosis of why it broke (a path-MTU black hole
-	// stalls every test), so it is kept and the next test runs.
+	// 3. The tests.
+	measured, testErr, err := diagnoseTests(cmd, f, addr, dirs, res, say)
+	if err != nil {
+		return err
+	}
+
+	// 4. Findings, from the bottom up. The host is sized for the target
+	// over the path's measured round trip, and its buffers judged against
+	// the rate the tests measured.
+	all := diagnose.Host(res.Host, diagnose.HostOptions{Target: f.target, RTT: res.Path.RTTMin, Measured: measured})
+	all = append(all, diagnose.Path(res.Path)...)
+	for _, r := range res.Runs {
+		all = append(all, r.Diagnosis...)
+	}
+	res.Findings = diagnose.ByLayer(diagnose.Merge(all))
+	res.Took = time.Since(start)
+	if err := writeDiagnosis(stdout, f, res, say); err != nil {
+		return err
+	}
+	// A test that broke off ends the command with its error (and exit
+	// code), after everything it showed.
+	return testErr
+}
+
+// diagnoseDirections checks the flags and says which ways to test
+// (reverse or not).
+func diagnoseDirections(f *diagnoseFlags) ([]bool, error) {
+	var dirs []bool
+	switch f.direction {
+	case "up":
+		dirs = []bool{false}
+	case "down":
+		dirs = []bool{true}
+	case "both":
+		dirs = []bool{false, true}
+	default:
+		return nil, usagef("--direction up, down or both", "unknown direction %q", f.direction)
+	}
+	if f.parallel < 1 || f.parallel > perf.MaxParallel {
+		return nil, usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.parallel)
+	}
+	if f.duration == 0 {
+		f.duration = 5 * time.Second
+	}
+	return dirs, nil
+}
+
+// diagnoseTests runs the instrumented tests into res and returns the best
+// goodput measured, and the first error of a test that broke off. A test
+// that breaks off still has a run: what it measured is the diagnosis of
+// why it broke (a path-MTU black hole stalls every test), so it is kept
+// and the next test runs. err is set only when a test produced no run.
+func diagnoseTests(cmd *cobra.Command, f *diagnoseFlags, addr string, dirs []bool, res *diagnose.Report, say func(string, ...any)) (measured model.Bitrate, testErr, err error) {
+	ctx := cmd.Context()
 	client := &perf.Client{Version: Version, Network: "tcp", SetupWarnings: diagnose.BufferWarnings}
-	var testErr error
-	var measured model.Bitrate
 	for _, reverse := range dirs {
 		cfg := model.TestConfig{Duration: f.duration, Parallel: f.parallel, Reverse: reverse, Omit: min(time.Second, f.duration/4),
 			Congestion: f.congestion}
 		run, err := client.Run(ctx, addr, cfg)
 		if run == nil {
-			return err
+			return measured, testErr, err
 		}
 		if err != nil {
 			testErr = cmp.Or(testErr, err)
@@ -151,24 +187,16 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 			break
 		}
 	}
+	return measured, testErr, nil
+}
 
-	// 4. Findings, from the bottom up. The host is sized for the target
-	// over the path's measured round trip, and its buffers judged against
-	// the rate the tests measured.
-	all := diagnose.Host(res.Host, diagnose.HostOptions{Target: f.target, RTT: res.Path.RTTMin, Measured: measured})
-	all = append(all, diagnose.Path(res.Path)...)
-	for _, r := range res.Runs {
-		all = append(all, r.Diagnosis...)
-	}
-	res.Findings = diagnose.ByLayer(diagnose.Merge(all))
-	res.Took = time.Since(start)
+// writeDiagnosis prints the report: one JSON document, or the limits and
+// the findings layer by layer.
+func writeDiagnosis(w io.Writer, f *diagnoseFlags, res *diagnose.Report, say func(string, ...any)) error {
 	if f.json {
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return err
-		}
-		return testErr
+		return enc.Encode(res)
 	}
 	say("")
 	var limits []string
@@ -176,13 +204,11 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 		limits = append(limits, fmt.Sprintf("%s %s (%s)", directionWords(l.Direction), l.Goodput, limitWords(l)))
 	}
 	say("what limits this path: %s", strings.Join(limits, "; "))
-	if err := report.WriteLayers(stdout, res.Findings, f.verbose); err != nil {
+	if err := report.WriteLayers(w, res.Findings, f.verbose); err != nil {
 		return err
 	}
 	say("(took %v)", res.Took.Round(100*time.Millisecond))
-	// A test that broke off ends the command with its error (and exit
-	// code), after everything it showed.
-	return testErr
+	return nil
 }
 
 // limitWords names a direction's verdict: its limit, and those binding with it.
