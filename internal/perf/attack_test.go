@@ -17,6 +17,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
 // The server's defences, each against an attack reproduced over real
@@ -124,7 +125,12 @@ func TestAbortEndsReceivers(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // data flowing
+	// Data flowing: the server's application has read more than any
+	// receive buffer holds.
+	waitFor(t, "32 MiB acknowledged", func() bool {
+		smp, err := tcpinfo.Read(dc)
+		return err == nil && smp.BytesAcked.V > 32*model.MiB
+	})
 	s.ctrl.SetLinger(0)
 	s.ctrl.Close() // a reset
 	reset := time.Now()
@@ -280,10 +286,7 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	spoofUDP(t, to, server, hello)
 	// The server answers the forged hello; the attacker, who never sees
 	// the answer, starts the test with the token it does not have.
-	deadline := time.Now().Add(5 * time.Second)
-	for n, _ := received(); n == 0 && time.Now().Before(deadline); n, _ = received() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the forged hello answered", func() bool { n, _ := received(); return n > 0 })
 	if err := writeMessage(s.ctrl, &message{Type: msgStart, Start: &start{UDPTokens: [][]byte{make([]byte, udpTokenLen)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +300,9 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the test did not end")
 	}
-	time.Sleep(300 * time.Millisecond) // what the server sent has arrived
+	// Nothing more comes: no event says so, so the time passing is the
+	// check, long enough for anything the server sent to have arrived.
+	time.Sleep(300 * time.Millisecond)
 	n, b := received()
 	t.Logf("the address the hello was forged from got %d datagrams, %d bytes", n, b)
 	if n > 1 || b > len(hello) {
@@ -333,7 +338,11 @@ func TestUDPSenderStopsOnRefusals(t *testing.T) {
 	if m := s.recv(); m.Type != msgStarted {
 		t.Fatalf("start: got %+v", m)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The server's datagrams arrive: the test runs.
+	uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := uc.Read(buf); err != nil {
+		t.Fatalf("no datagram from the server: %v", err)
+	}
 	uc.Close() // gone, its control connection still open
 	closed := time.Now()
 	select {

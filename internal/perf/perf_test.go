@@ -56,10 +56,42 @@ func serve(t *testing.T, srv *Server) (string, context.CancelFunc) {
 // takes.
 func awaitRunning(t *testing.T, srv *Server, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); srv.Status().Running < n; time.Sleep(2 * time.Millisecond) {
+	waitFor(t, fmt.Sprintf("%d tests running", n), func() bool { return srv.Status().Running >= n })
+}
+
+// waitFor polls cond every 2 ms until it holds, and fails t if it does
+// not within 10 s: a condition to wait on, where a sleep would guess.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d tests running after 10 s, want %d", srv.Status().Running, n)
+			t.Fatalf("not %s after 10 s", what)
 		}
+	}
+}
+
+// bothEnds is an Observer that calls f once, as soon as both ends have
+// reported an interval: a test is then under way with something to show
+// from each end.
+type bothEnds struct {
+	f    func()
+	mu   sync.Mutex
+	seen map[model.Side]bool
+	once sync.Once
+}
+
+func (o *bothEnds) Begin(*model.Run) {}
+
+func (o *bothEnds) Interval(side model.Side, _ *model.Interval) {
+	o.mu.Lock()
+	if o.seen == nil {
+		o.seen = map[model.Side]bool{}
+	}
+	o.seen[side] = true
+	both := len(o.seen) == 2
+	o.mu.Unlock()
+	if both {
+		o.once.Do(o.f)
 	}
 }
 
@@ -410,11 +442,8 @@ func TestHostileClients(t *testing.T) {
 
 func TestServerShutdown(t *testing.T) {
 	addr, stopServer := startServer(t, Limits{})
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		stopServer()
-	}()
-	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 5 * time.Second, Bidir: true}))
+	// Stopped mid-test, once each end has an interval to report.
+	run, err := (&Client{Observer: &bothEnds{f: stopServer}}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 5 * time.Second, Bidir: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,9 +458,10 @@ func TestServerShutdown(t *testing.T) {
 
 func TestClientInterrupt(t *testing.T) {
 	addr, _ := startServer(t, Limits{})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run, err := (&Client{}).Run(ctx, addr, quick(model.TestConfig{Duration: 5 * time.Second, Reverse: true}))
+	// Interrupted mid-test, once each end has an interval to report.
+	run, err := (&Client{Observer: &bothEnds{f: cancel}}).Run(ctx, addr, quick(model.TestConfig{Duration: 5 * time.Second, Reverse: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,6 +560,8 @@ func brokenServer(t *testing.T) string {
 			return
 		}
 		writeMessage(ctl, &message{Type: msgStarted, Started: &started{Setups: make([]model.SocketSetup, 1)}})
+		// The time passing is the scenario: the test runs a while, and
+		// then the server is gone without a word.
 		time.Sleep(300 * time.Millisecond)
 	}()
 	return ln.Addr().String()
