@@ -322,9 +322,6 @@ func TestIperf3Fallback(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	waitListen(t, port)
-	// iperf3 -s re-creates its listener right after starting, and a
-	// connection in that moment is reset: settle first.
-	time.Sleep(300 * time.Millisecond)
 	// As the command line runs a test: natively, falling back to iperf3's
 	// protocol when the server turns out to be a stock iperf3.
 	addr, cfg := fmt.Sprintf("127.0.0.1:%d", port), model.TestConfig{Duration: time.Second, Bitrate: 10 * model.MbitPerSecond}
