@@ -568,6 +568,7 @@ func brokenServer(t *testing.T) string {
 }
 
 func TestServerVanishes(t *testing.T) {
+	t.Parallel() // the server runs a while and vanishes: waits on the clock
 	run, err := (&Client{}).Run(context.Background(), brokenServer(t), quick(model.TestConfig{Duration: 3 * time.Second}))
 	if CodeOf(err) != CodeAborted {
 		t.Fatalf("got %v (code %q), want aborted", err, CodeOf(err))
