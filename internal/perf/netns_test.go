@@ -123,6 +123,7 @@ func TestNetnsPathDiesMidTest(t *testing.T) {
 		run, err = (&perf.Client{Observer: die}).Run(context.Background(), addr, model.TestConfig{Duration: 2 * time.Second, Interval: 500 * time.Millisecond})
 		return err
 	})
+	took := time.Since(start)
 	select {
 	case err := <-cut:
 		if err != nil {
@@ -131,7 +132,6 @@ func TestNetnsPathDiesMidTest(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the path was not cut: the test ended before its first interval")
 	}
-	took := time.Since(start)
 	t.Logf("ended after %v: %v", took.Round(time.Millisecond), err)
 	if err == nil || run == nil || perf.CodeOf(err) != perf.CodeAborted {
 		t.Fatalf("run %v, err %v (code %q); want the run and an aborted error", run != nil, err, perf.CodeOf(err))
