@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -91,14 +92,33 @@ func TestServerPortAndBind(t *testing.T) {
 	go func() { done <- Main(ctx, []string{"server", "-B", "127.0.0.1", "-p", port}, &out, &errb) }()
 	defer func() { cancel(); <-done }()
 	addr := net.JoinHostPort("127.0.0.1", port)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, _, stderr := run("test", addr, "-t", "0.2", "--no-diagnose")
-		if code == 0 {
-			break
+	if err := testRuns(addr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testRuns runs a short test against addr until one passes, for a server
+// that is starting: it fails after 5 s.
+func testRuns(addr string) error {
+	return eventually(func() error {
+		if code, _, stderr := run("test", addr, "-t", "0.2", "--no-diagnose"); code != 0 {
+			return fmt.Errorf("no server on %s: exit %d, %s", addr, code, stderr)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no server on %s: exit %d, %s", addr, code, stderr)
+		return nil
+	})
+}
+
+// eventually calls try every 20 ms until it succeeds, and returns its
+// last error if it has not within 5 s: a condition to wait on, where a
+// sleep would guess.
+func eventually(try func() error) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := try()
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

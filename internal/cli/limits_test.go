@@ -67,16 +67,10 @@ func TestServerJSONLogIsAllJSON(t *testing.T) {
 	go func() {
 		done <- Main(ctx, []string{"server", "--listen", addr, "--json-log", "--limits", file}, &out, &errb)
 	}()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		code, _, stderr := run("test", addr, "-t", "0.2", "--no-diagnose")
-		if code == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("no server on %s: exit %d, %s", addr, code, stderr)
-		}
+	if err := testRuns(addr); err != nil {
+		cancel()
+		<-done
+		t.Fatal(err)
 	}
 	cancel()
 	if code := <-done; code != 0 {
@@ -123,14 +117,11 @@ func TestServerLameDuck(t *testing.T) {
 				done <- Main(ctx, []string{"server", "--listen", addr, "--health", hAddr, "--json-log"}, &out, &errb)
 			}()
 			var resp *http.Response
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				var err error
-				if resp, err = http.Get("http://" + hAddr + "/healthz"); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no health endpoint: %v", err)
-				}
+			if err := eventually(func() (err error) {
+				resp, err = http.Get("http://" + hAddr + "/healthz")
+				return err
+			}); err != nil {
+				t.Fatalf("no health endpoint: %v", err)
 			}
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 // in segments smaller than the MSS, because the client asked for little.
 // It read as a path-MTU black hole for every paced test.
 func TestServerEndPacedIsNoBlackHole(t *testing.T) {
+	t.Parallel() // paced at 1 Mbit/s: runs beside the other paced tests
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -51,33 +53,36 @@ func TestServerEndNamesItsCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	records := make(chan perf.TestRecord, 2)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		(&perf.Server{Version: Version, Policy: &tb, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
-		close(done)
-	}()
-	defer func() { cancel(); <-done }()
 	for _, reverse := range []bool{false, true} {
-		cfg := model.TestConfig{Duration: 2 * time.Second, Parallel: 2, Reverse: reverse}
-		if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
-			t.Fatal(err)
-		}
-		rec := <-records
-		if rec.Report.RateCap != 200*model.MbitPerSecond {
-			t.Errorf("-R %v: the server's report says a cap of %v", reverse, rec.Report.RateCap)
-		}
-		fs := diagnose.ServerEnd(rec.Config, rec.Report)
-		if len(fs) == 0 || fs[0].ID != "server-rate-cap" {
-			for _, f := range fs {
-				t.Logf("%s: %s", f.ID, f.Summary)
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			t.Parallel() // paced by the cap, each on its own server
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
 			}
-			t.Errorf("-R %v: the server's verdict does not name its own cap", reverse)
-		}
+			records := make(chan perf.TestRecord, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				(&perf.Server{Version: Version, Policy: &tb, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
+				close(done)
+			}()
+			defer func() { cancel(); <-done }()
+			cfg := model.TestConfig{Duration: 2 * time.Second, Parallel: 2, Reverse: reverse}
+			if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			rec := <-records
+			if rec.Report.RateCap != 200*model.MbitPerSecond {
+				t.Errorf("-R %v: the server's report says a cap of %v", reverse, rec.Report.RateCap)
+			}
+			fs := diagnose.ServerEnd(rec.Config, rec.Report)
+			if len(fs) == 0 || fs[0].ID != "server-rate-cap" {
+				for _, f := range fs {
+					t.Logf("%s: %s", f.ID, f.Summary)
+				}
+				t.Errorf("-R %v: the server's verdict does not name its own cap", reverse)
+			}
+		})
 	}
 }

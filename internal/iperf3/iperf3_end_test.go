@@ -165,6 +165,7 @@ func TestServeIperf3UDPDatagramAfterTestEnd(t *testing.T) {
 // iperf3 client (3.16+) waits for the server's results, and reports what
 // it read.
 func TestServeIperf3ClaimedCountNotTrusted(t *testing.T) {
+	t.Parallel() // 4 MiB, then the server's wait for bytes that never come
 	port, records := tcpscopeServer(t, false)
 	c := dialScripted(t, port, `{"tcp":true,"time":1,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}`)
 	d, err := net.Dial("tcp", "127.0.0.1:"+port)

@@ -275,7 +275,38 @@ func ends(run *model.Run, d model.Direction) (snd, rcv *model.EndReport) {
 	return &run.Client, &run.Remote
 }
 
+// endOf is iperf3's "end" of a run: its streams, the sums of each
+// direction, CPU use and congestion control.
 func endOf(run *model.Run) map[string]any {
+	end := map[string]any{"streams": endStreams(run), "cpu_utilization_percent": cpuOf(run)}
+	first := firstDirection(run)
+	for _, d := range run.Summary {
+		suffix := ""
+		if d.Direction != first {
+			suffix = "_bidir_reverse"
+		}
+		sent, recv := sums(run, &d)
+		if d.UDP != nil {
+			end["sum"+suffix] = legacySum(sent, recv, d.Direction == model.ClientToServer)
+			// In UDP sums iperf3's "sender" names the side of the
+			// account, not this host's role.
+			sent["sender"], recv["sender"] = true, false
+		}
+		end["sum_sent"+suffix], end["sum_received"+suffix] = sent, recv
+	}
+	if !run.Config.IsUDP() {
+		congestion(run, end)
+	}
+	if len(run.Diagnosis) > 0 {
+		// Not iperf3's; parsers ignore keys they do not know.
+		end["tcpscope_diagnosis"] = run.Diagnosis
+	}
+	return end
+}
+
+// endStreams is the end's entry for each stream: the sender's and the
+// receiver's halves, or one UDP entry.
+func endStreams(run *model.Run) []map[string]any {
 	var streams []map[string]any
 	for _, s := range run.Streams {
 		sndEnd, rcvEnd := ends(run, s.Direction)
@@ -290,82 +321,76 @@ func endOf(run *model.Run) map[string]any {
 		sh["sender"], rh["sender"] = mine, mine
 		streams = append(streams, map[string]any{"sender": sh, "receiver": rh})
 	}
-	end := map[string]any{"streams": streams, "cpu_utilization_percent": cpuOf(run)}
-	first := firstDirection(run)
-	for _, d := range run.Summary {
-		mine := d.Direction == model.ClientToServer
-		suffix := ""
-		if d.Direction != first {
-			suffix = "_bidir_reverse"
-		}
-		sndEnd, _ := ends(run, d.Direction)
-		sent := map[string]any{"start": 0.0, "sender": mine}
-		if b, ok := d.SenderBytes.Get(); ok {
-			secs := senderTime(run, sndEnd, d.Direction).Seconds()
-			sent["end"], sent["seconds"], sent["bytes"], sent["bits_per_second"] = secs, secs, int64(b), float64(d.SenderRate.V)
-		}
-		if n, ok := d.RetransSegs.Get(); ok && d.UDP == nil {
-			sent["retransmits"] = n
-		}
-		recv := map[string]any{"start": 0.0, "sender": mine}
-		if b, ok := d.ReceiverBytes.Get(); ok {
-			secs := d.Duration.V.Seconds()
-			recv["end"], recv["seconds"], recv["bytes"], recv["bits_per_second"] = secs, secs, int64(b), float64(d.Goodput.V)
-			if d.FromAcks {
-				// Not iperf3's: the receiver's report is missing, and
-				// these are the bytes it acknowledged to the sender.
-				recv["tcpscope_from_acks"] = true
-			}
-		}
-		if u := d.UDP; u != nil {
-			// The direction's datagrams: the sender's count, and the
-			// receiver's loss and jitter in both sums (iperf3 writes
-			// zeros into sum_sent's, where tcpscope knows them).
-			if n, ok := sentDatagrams(run, sndEnd, d.Direction); ok {
-				sent["packets"] = n
-			}
-			udpFields(sent, u, false, false)
-			udpFields(recv, u, false, true)
-			// iperf3's legacy "sum" mixes both: the sender's bytes and
-			// rate, the receiver's time and datagram account.
-			legacy := map[string]any{"start": 0.0, "sender": mine}
-			for _, k := range []string{"end", "seconds", "jitter_ms", "lost_packets", "packets", "lost_percent"} {
-				if v, ok := recv[k]; ok {
-					legacy[k] = v
-				}
-			}
-			for _, k := range []string{"bytes", "bits_per_second"} {
-				if v, ok := sent[k]; ok {
-					legacy[k] = v
-				}
-			}
-			end["sum"+suffix] = legacy
-			// In UDP sums iperf3's "sender" names the side of the
-			// account, not this host's role.
-			sent["sender"], recv["sender"] = true, false
-		}
-		end["sum_sent"+suffix], end["sum_received"+suffix] = sent, recv
+	return streams
+}
+
+// sums is iperf3's sum_sent and sum_received of direction d: what was
+// measured of it, each figure absent when it was not.
+func sums(run *model.Run, d *model.DirectionSummary) (sent, recv map[string]any) {
+	mine := d.Direction == model.ClientToServer
+	sndEnd, _ := ends(run, d.Direction)
+	sent = map[string]any{"start": 0.0, "sender": mine}
+	if b, ok := d.SenderBytes.Get(); ok {
+		secs := senderTime(run, sndEnd, d.Direction).Seconds()
+		sent["end"], sent["seconds"], sent["bytes"], sent["bits_per_second"] = secs, secs, int64(b), float64(d.SenderRate.V)
 	}
-	if !run.Config.IsUDP() {
-		// As iperf3 -c names them: the algorithm of the end that sends,
-		// and of the one that receives (in --bidir, of the reverse
-		// direction: the server sends).
-		snd, rcv := congestionOf(run, model.ClientSide), congestionOf(run, model.ServerSide)
-		if run.Config.Reverse || run.Config.Bidir {
-			snd, rcv = rcv, snd
-		}
-		if snd != "" {
-			end["sender_tcp_congestion"] = snd
-		}
-		if rcv != "" {
-			end["receiver_tcp_congestion"] = rcv
+	if n, ok := d.RetransSegs.Get(); ok && d.UDP == nil {
+		sent["retransmits"] = n
+	}
+	recv = map[string]any{"start": 0.0, "sender": mine}
+	if b, ok := d.ReceiverBytes.Get(); ok {
+		secs := d.Duration.V.Seconds()
+		recv["end"], recv["seconds"], recv["bytes"], recv["bits_per_second"] = secs, secs, int64(b), float64(d.Goodput.V)
+		if d.FromAcks {
+			// Not iperf3's: the receiver's report is missing, and
+			// these are the bytes it acknowledged to the sender.
+			recv["tcpscope_from_acks"] = true
 		}
 	}
-	if len(run.Diagnosis) > 0 {
-		// Not iperf3's; parsers ignore keys they do not know.
-		end["tcpscope_diagnosis"] = run.Diagnosis
+	if u := d.UDP; u != nil {
+		// The direction's datagrams: the sender's count, and the
+		// receiver's loss and jitter in both sums (iperf3 writes
+		// zeros into sum_sent's, where tcpscope knows them).
+		if n, ok := sentDatagrams(run, sndEnd, d.Direction); ok {
+			sent["packets"] = n
+		}
+		udpFields(sent, u, false, false)
+		udpFields(recv, u, false, true)
 	}
-	return end
+	return sent, recv
+}
+
+// legacySum is iperf3's legacy UDP "sum", which mixes both: the sender's
+// bytes and rate, the receiver's time and datagram account.
+func legacySum(sent, recv map[string]any, mine bool) map[string]any {
+	legacy := map[string]any{"start": 0.0, "sender": mine}
+	for _, k := range []string{"end", "seconds", "jitter_ms", "lost_packets", "packets", "lost_percent"} {
+		if v, ok := recv[k]; ok {
+			legacy[k] = v
+		}
+	}
+	for _, k := range []string{"bytes", "bits_per_second"} {
+		if v, ok := sent[k]; ok {
+			legacy[k] = v
+		}
+	}
+	return legacy
+}
+
+// congestion names a TCP run's congestion control in end as iperf3 -c
+// does: the algorithm of the end that sends, and of the one that
+// receives (in --bidir, of the reverse direction: the server sends).
+func congestion(run *model.Run, end map[string]any) {
+	snd, rcv := congestionOf(run, model.ClientSide), congestionOf(run, model.ServerSide)
+	if run.Config.Reverse || run.Config.Bidir {
+		snd, rcv = rcv, snd
+	}
+	if snd != "" {
+		end["sender_tcp_congestion"] = snd
+	}
+	if rcv != "" {
+		end["receiver_tcp_congestion"] = rcv
+	}
 }
 
 // udpStream is iperf3's one entry per UDP stream: the sender's bytes,

@@ -14,3 +14,7 @@ const rateTol = 0.05
 // clockSlack: under the race detector the ends' clocks start and stop
 // 10–20 ms apart (14 ms seen in CI); the timing is checked without it.
 const clockSlack = 50 * time.Millisecond
+
+// loadSlack is how far apart two ends' clocks of one flow may stop for
+// clocksAgree: under the race detector, as clockSlack.
+const loadSlack = 50 * time.Millisecond

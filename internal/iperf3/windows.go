@@ -100,18 +100,8 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 // wait: see peerWindows.bounded.) Without snd_wnd
 // (kernels before 5.4), the acknowledgement is all there is to wait for.
 func (w *peerWindows) awaitRead(ctx context.Context) {
-	type progress struct {
-		done           bool
-		acked          model.Bytes // bytes acknowledged, and since when
-		ackedSince     time.Time
-		allAcked       time.Time
-		wnd            model.Bytes // the window, once all is acknowledged, and since when
-		wndSince       time.Time
-		bytesPerSecond float64
-		budget         time.Duration
-	}
 	begin := time.Now()
-	ps := make([]progress, len(w.streams))
+	ps := make([]streamRead, len(w.streams))
 	for i, s := range w.streams {
 		// The stream's writing, done by now.
 		if d := s.Finished().Seconds(); d > 0 {
@@ -128,61 +118,17 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 				continue
 			}
 			smp, err := tcpinfo.Read(s.TCP())
-			q, qok := smp.SendQ.Get()
-			if err != nil || !qok {
+			if err != nil || !smp.SendQ.OK {
 				p.done = true // nothing to tell by
 				continue
 			}
 			w.note(i, &smp)
-			if q > 0 {
-				if w.bounded && now.Sub(begin) >= p.budget {
-					p.done = true
-					continue
-				}
-				if a := smp.BytesAcked.V; p.ackedSince.IsZero() || a != p.acked {
-					p.acked, p.ackedSince = a, now
-				} else if now.Sub(p.ackedSince) >= perf.StallLimit {
-					p.done = true
-					continue
-				}
-				pending = true
-				continue
+			wait := p.acking(&smp, now, now.Sub(begin), w.bounded)
+			if smp.SendQ.V == 0 {
+				wait = p.reading(&smp, now, w.max[i])
 			}
-			if p.allAcked.IsZero() {
-				p.allAcked = now
-			}
-			wnd, ok := smp.SndWnd.Get()
-			if !ok || p.bytesPerSecond == 0 {
-				p.done = true
-				continue
-			}
-			if wnd >= w.max[i] {
-				// The window moves in steps of its scale (1 KiB with a
-				// 32 MiB buffer), so back at its largest it may still
-				// hide a few bytes unread: the tail of the server's
-				// last read, which its loop takes on its next turn,
-				// microseconds later (a stock server left 53 bytes of
-				// 1.49 GB uncounted without this wait).
-				if now.Sub(p.allAcked) >= min(readGrace, p.budget) {
-					p.done = true
-					continue
-				}
-				pending = true
-				continue
-			}
-			if p.wndSince.IsZero() || wnd != p.wnd {
-				p.wnd, p.wndSince = wnd, now
-			}
-			unread := float64(w.max[i]-wnd) / p.bytesPerSecond
-			due := p.wndSince.Add(time.Duration(unread*float64(time.Second)) + 2*smp.RTT)
-			if due.Before(p.allAcked.Add(readGrace)) {
-				due = p.allAcked.Add(readGrace) // the window's scale hides bytes here too
-			}
-			if now.After(due) || now.Sub(p.allAcked) >= p.budget {
-				p.done = true
-				continue
-			}
-			pending = true
+			p.done = !wait
+			pending = pending || wait
 		}
 		if !pending {
 			return
@@ -193,6 +139,70 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 		case <-time.After(drainPoll):
 		}
 	}
+}
+
+// streamRead is one stream's progress in awaitRead.
+type streamRead struct {
+	done           bool
+	acked          model.Bytes // bytes acknowledged, and since when
+	ackedSince     time.Time
+	allAcked       time.Time
+	wnd            model.Bytes // the window, once all is acknowledged, and since when
+	wndSince       time.Time
+	bytesPerSecond float64 // the stream's writing rate
+	budget         time.Duration
+}
+
+// acking says whether to wait on for a stream with bytes still
+// unacknowledged (smp's send queue): until they are acknowledged, unless
+// the wait is bounded and has taken the stream's budget, or the
+// acknowledgements stall for perf.StallLimit. With the send queue empty
+// it notes when all was acknowledged, and says no.
+func (p *streamRead) acking(smp *model.Sample, now time.Time, waited time.Duration, bounded bool) bool {
+	if smp.SendQ.V == 0 {
+		if p.allAcked.IsZero() {
+			p.allAcked = now
+		}
+		return false
+	}
+	if bounded && waited >= p.budget {
+		return false
+	}
+	if a := smp.BytesAcked.V; p.ackedSince.IsZero() || a != p.acked {
+		p.acked, p.ackedSince = a, now
+	} else if now.Sub(p.ackedSince) >= perf.StallLimit {
+		return false
+	}
+	return true
+}
+
+// reading says whether to wait on for a stream whose bytes are all
+// acknowledged, for the server's application to read them: until its
+// window (smp's) is back to its ceiling, readGrace after all was
+// acknowledged, or until the time to read its shortfall at the stream's
+// rate has passed since the window last moved, within the budget.
+func (p *streamRead) reading(smp *model.Sample, now time.Time, ceiling model.Bytes) bool {
+	wnd, ok := smp.SndWnd.Get()
+	if !ok || p.bytesPerSecond == 0 {
+		return false
+	}
+	if wnd >= ceiling {
+		// The window moves in steps of its scale (1 KiB with a 32 MiB
+		// buffer), so back at its largest it may still hide a few bytes
+		// unread: the tail of the server's last read, which its loop
+		// takes on its next turn, microseconds later (a stock server
+		// left 53 bytes of 1.49 GB uncounted without this wait).
+		return now.Sub(p.allAcked) < min(readGrace, p.budget)
+	}
+	if p.wndSince.IsZero() || wnd != p.wnd {
+		p.wnd, p.wndSince = wnd, now
+	}
+	unread := float64(ceiling-wnd) / p.bytesPerSecond
+	due := p.wndSince.Add(time.Duration(unread*float64(time.Second)) + 2*smp.RTT)
+	if due.Before(p.allAcked.Add(readGrace)) {
+		due = p.allAcked.Add(readGrace) // the window's scale hides bytes here too
+	}
+	return !now.After(due) && now.Sub(p.allAcked) < p.budget
 }
 
 // readGoal is the bytes a client receiving a byte or block count test

@@ -11,12 +11,14 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
 // The server's defences, each against an attack reproduced over real
@@ -124,7 +126,12 @@ func TestAbortEndsReceivers(t *testing.T) {
 			}
 		}
 	}()
-	time.Sleep(200 * time.Millisecond) // data flowing
+	// Data flowing: the server's application has read more than any
+	// receive buffer holds.
+	waitFor(t, "32 MiB acknowledged", func() bool {
+		smp, err := tcpinfo.Read(dc)
+		return err == nil && smp.BytesAcked.V > 32*model.MiB
+	})
 	s.ctrl.SetLinger(0)
 	s.ctrl.Close() // a reset
 	reset := time.Now()
@@ -271,6 +278,7 @@ func victim(t *testing.T, ip string) (*net.UDPAddr, func() (datagrams, bytes int
 // carried. Before, one forged 26-byte hello made the server send a test's
 // datagrams (1 GB in 5 s) to an address that never asked.
 func TestForgedUDPHelloGetsNothing(t *testing.T) {
+	t.Parallel() // refused at start; then a window for nothing to arrive
 	records := make(chan TestRecord, 1)
 	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
 	server, _ := net.ResolveUDPAddr("udp4", addr)
@@ -280,10 +288,7 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	spoofUDP(t, to, server, hello)
 	// The server answers the forged hello; the attacker, who never sees
 	// the answer, starts the test with the token it does not have.
-	deadline := time.Now().Add(5 * time.Second)
-	for n, _ := received(); n == 0 && time.Now().Before(deadline); n, _ = received() {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the forged hello answered", func() bool { n, _ := received(); return n > 0 })
 	if err := writeMessage(s.ctrl, &message{Type: msgStart, Start: &start{UDPTokens: [][]byte{make([]byte, udpTokenLen)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +302,9 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the test did not end")
 	}
-	time.Sleep(300 * time.Millisecond) // what the server sent has arrived
+	// Nothing more comes: no event says so, so the time passing is the
+	// check, long enough for anything the server sent to have arrived.
+	time.Sleep(300 * time.Millisecond)
 	n, b := received()
 	t.Logf("the address the hello was forged from got %d datagrams, %d bytes", n, b)
 	if n > 1 || b > len(hello) {
@@ -333,7 +340,11 @@ func TestUDPSenderStopsOnRefusals(t *testing.T) {
 	if m := s.recv(); m.Type != msgStarted {
 		t.Fatalf("start: got %+v", m)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The server's datagrams arrive: the test runs.
+	uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := uc.Read(buf); err != nil {
+		t.Fatalf("no datagram from the server: %v", err)
+	}
 	uc.Close() // gone, its control connection still open
 	closed := time.Now()
 	select {
@@ -398,18 +409,25 @@ func TestIdleConnectionsPerAddress(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		conns[i] = c
 	}
-	closed := 0
+	// Read them all at once: a connection closed at once reads its end of
+	// file within the 100 ms, one kept open times out (together, not
+	// 100 ms each in turn).
+	var closed atomic.Int32
+	var wg sync.WaitGroup
 	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		var b [1]byte
-		if _, err := c.Read(b[:]); err == io.EOF {
-			closed++
-		}
+		wg.Go(func() {
+			c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			var b [1]byte
+			if _, err := c.Read(b[:]); err == io.EOF {
+				closed.Add(1)
+			}
+		})
 	}
+	wg.Wait()
 	want := idle - DefaultLimits.MaxPendingPerAddr
-	t.Logf("%d idle connections: %d closed at once; refusals %v", idle, closed, srv.Refusals())
-	if closed != want {
-		t.Errorf("%d of %d idle connections from one address closed at once, want %d (all over the limit of %d)", closed, idle, want, DefaultLimits.MaxPendingPerAddr)
+	t.Logf("%d idle connections: %d closed at once; refusals %v", idle, closed.Load(), srv.Refusals())
+	if int(closed.Load()) != want {
+		t.Errorf("%d of %d idle connections from one address closed at once, want %d (all over the limit of %d)", closed.Load(), idle, want, DefaultLimits.MaxPendingPerAddr)
 	}
 	if n := srv.Refusals()["pending-per-address"]; n != int64(want) {
 		t.Errorf("%d refusals counted, want %d", n, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,20 +112,27 @@ func TestNetnsConnectTimeout(t *testing.T) {
 func TestNetnsPathDiesMidTest(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{})
 	addr := serveIn(t, p)
-	go func() {
-		time.Sleep(700 * time.Millisecond)
-		if err := p.SetImpairment(context.Background(), lab.AtoB, lab.Impairment{Loss: 1}); err != nil {
-			t.Error(err)
-		}
-	}()
+	// The path dies mid-test: once the client's first interval is in.
+	cut := make(chan error, 1)
+	die := &firstInterval{f: func() {
+		go func() { cut <- p.SetImpairment(context.Background(), lab.AtoB, lab.Impairment{Loss: 1}) }()
+	}}
 	start := time.Now()
 	var run *model.Run
 	err := p.A.Do(func() error {
 		var err error
-		run, err = (&perf.Client{}).Run(context.Background(), addr, model.TestConfig{Duration: 2 * time.Second})
+		run, err = (&perf.Client{Observer: die}).Run(context.Background(), addr, model.TestConfig{Duration: 2 * time.Second, Interval: 500 * time.Millisecond})
 		return err
 	})
 	took := time.Since(start)
+	select {
+	case err := <-cut:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the path was not cut: the test ended before its first interval")
+	}
 	t.Logf("ended after %v: %v", took.Round(time.Millisecond), err)
 	if err == nil || run == nil || perf.CodeOf(err) != perf.CodeAborted {
 		t.Fatalf("run %v, err %v (code %q); want the run and an aborted error", run != nil, err, perf.CodeOf(err))
@@ -134,6 +142,21 @@ func TestNetnsPathDiesMidTest(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "stopped delivering") {
 		t.Errorf("error %q does not say the path stopped delivering", err)
+	}
+}
+
+// firstInterval is an Observer that calls f at the client's first
+// interval.
+type firstInterval struct {
+	f    func()
+	once sync.Once
+}
+
+func (o *firstInterval) Begin(*model.Run) {}
+
+func (o *firstInterval) Interval(side model.Side, _ *model.Interval) {
+	if side == model.ClientSide {
+		o.once.Do(o.f)
 	}
 }
 

@@ -57,21 +57,63 @@ func serve(t *testing.T, srv *Server) (string, context.CancelFunc) {
 // takes.
 func awaitRunning(t *testing.T, srv *Server, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); srv.Status().Running < n; time.Sleep(2 * time.Millisecond) {
+	waitFor(t, fmt.Sprintf("%d tests running", n), func() bool { return srv.Status().Running >= n })
+}
+
+// waitFor polls cond every 2 ms until it holds, and fails t if it does
+// not within 10 s: a condition to wait on, where a sleep would guess.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d tests running after 10 s, want %d", srv.Status().Running, n)
+			t.Fatalf("not %s after 10 s", what)
 		}
 	}
 }
 
+// bothEnds is an Observer that calls f once, as soon as both ends have
+// reported an interval: a test is then under way with something to show
+// from each end.
+type bothEnds struct {
+	f    func()
+	mu   sync.Mutex
+	seen map[model.Side]bool
+	once sync.Once
+}
+
+func (o *bothEnds) Begin(*model.Run) {}
+
+func (o *bothEnds) Interval(side model.Side, _ *model.Interval) {
+	o.mu.Lock()
+	if o.seen == nil {
+		o.seen = map[model.Side]bool{}
+	}
+	o.seen[side] = true
+	both := len(o.seen) == 2
+	o.mu.Unlock()
+	if both {
+		o.once.Do(o.f)
+	}
+}
+
+// quick is cfg with a short test and intervals, for tests whose
+// assertions need a complete run with a few intervals, not its length.
 func quick(c model.TestConfig) model.TestConfig {
 	if c.Duration == 0 && c.Bytes == 0 {
-		c.Duration = 600 * time.Millisecond
+		c.Duration = 300 * time.Millisecond
 	}
 	if c.Interval == 0 {
-		c.Interval = 200 * time.Millisecond
+		c.Interval = 100 * time.Millisecond
 	}
 	return c
+}
+
+// paced is cfg at 10 Mbit/s a stream, for a test that must be running
+// while something else happens (it holds a slot): it waits on the clock,
+// not the CPU, and so may run beside the other paced tests.
+func paced(c model.TestConfig) model.TestConfig {
+	c.Bitrate = 10 * model.MbitPerSecond
+	return quick(c)
 }
 
 // checkRun asserts the invariants every complete run must satisfy.
@@ -268,6 +310,7 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
+	t.Parallel() // its one running test is paced; the others are refused
 	srv := &Server{Limits: Limits{MaxTests: 1, MaxDuration: 5 * time.Second, MaxStreams: 4}, Version: "test"}
 	addr, _ := serve(t, srv)
 	c := &Client{}
@@ -281,7 +324,7 @@ func TestLimits(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 1500 * time.Millisecond}))
+		_, err := c.Run(context.Background(), addr, paced(model.TestConfig{Duration: 1500 * time.Millisecond}))
 		first <- err
 	}()
 	awaitRunning(t, srv, 1)
@@ -388,11 +431,8 @@ func TestHostileClients(t *testing.T) {
 
 func TestServerShutdown(t *testing.T) {
 	addr, stopServer := startServer(t, Limits{})
-	go func() {
-		time.Sleep(500 * time.Millisecond)
-		stopServer()
-	}()
-	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 5 * time.Second, Bidir: true}))
+	// Stopped mid-test, once each end has an interval to report.
+	run, err := (&Client{Observer: &bothEnds{f: stopServer}}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 5 * time.Second, Bidir: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,9 +447,10 @@ func TestServerShutdown(t *testing.T) {
 
 func TestClientInterrupt(t *testing.T) {
 	addr, _ := startServer(t, Limits{})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run, err := (&Client{}).Run(ctx, addr, quick(model.TestConfig{Duration: 5 * time.Second, Reverse: true}))
+	// Interrupted mid-test, once each end has an interval to report.
+	run, err := (&Client{Observer: &bothEnds{f: cancel}}).Run(ctx, addr, quick(model.TestConfig{Duration: 5 * time.Second, Reverse: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +495,7 @@ func FuzzDecodeMessage(f *testing.F) {
 // A byte-count test has no duration to check on admission; the server's
 // duration limit must end it cleanly, both ends told, bytes still agreeing.
 func TestServerLimitEndsByteCount(t *testing.T) {
-	addr, _ := startServer(t, Limits{MaxDuration: time.Second})
+	addr, _ := startServer(t, Limits{MaxDuration: 400 * time.Millisecond})
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Bytes: 1 << 50, Bidir: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -508,12 +549,15 @@ func brokenServer(t *testing.T) string {
 			return
 		}
 		writeMessage(ctl, &message{Type: msgStarted, Started: &started{Setups: make([]model.SocketSetup, 1)}})
+		// The time passing is the scenario: the test runs a while, and
+		// then the server is gone without a word.
 		time.Sleep(300 * time.Millisecond)
 	}()
 	return ln.Addr().String()
 }
 
 func TestServerVanishes(t *testing.T) {
+	t.Parallel() // the server runs a while and vanishes: waits on the clock
 	run, err := (&Client{}).Run(context.Background(), brokenServer(t), quick(model.TestConfig{Duration: 3 * time.Second}))
 	if CodeOf(err) != CodeAborted {
 		t.Fatalf("got %v (code %q), want aborted", err, CodeOf(err))
@@ -589,6 +633,7 @@ func TestSocketOptions(t *testing.T) {
 // Pacing is a rate the kernel enforces: on loopback, where nothing else
 // limits, a 200 Mbit/s pace must measure as about 200 Mbit/s.
 func TestPacingRate(t *testing.T) {
+	t.Parallel() // paced at 200 Mbit/s, a few percent of a CPU on loopback
 	addr, _ := startServer(t, Limits{})
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{
 		FQRate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Omit: 500 * time.Millisecond, Reverse: true,
@@ -625,11 +670,12 @@ func TestIPv6(t *testing.T) {
 }
 
 func TestTotalStreamsLimit(t *testing.T) {
+	t.Parallel() // its running tests are paced; the other is refused
 	srv := &Server{Limits: Limits{MaxTotalStreams: 3}, Version: "test"}
 	addr, _ := serve(t, srv)
 	first := make(chan error, 1)
 	go func() {
-		_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 2, Duration: 1500 * time.Millisecond}))
+		_, err := (&Client{}).Run(context.Background(), addr, paced(model.TestConfig{Parallel: 2, Duration: 1500 * time.Millisecond}))
 		first <- err
 	}()
 	awaitRunning(t, srv, 1)
@@ -638,7 +684,7 @@ func TestTotalStreamsLimit(t *testing.T) {
 		t.Fatalf("second client: %v", err)
 	}
 	// One more stream still fits.
-	if _, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{})); err != nil {
+	if _, err := (&Client{}).Run(context.Background(), addr, paced(model.TestConfig{})); err != nil {
 		t.Fatalf("third client: %v", err)
 	}
 	if err := <-first; err != nil {
@@ -649,8 +695,9 @@ func TestTotalStreamsLimit(t *testing.T) {
 // A timed test that asks for exactly the server's limit is complete, not
 // cut short by it.
 func TestDurationAtLimit(t *testing.T) {
+	t.Parallel() // paced: the limit is a timer, not a load
 	addr, _ := startServer(t, Limits{MaxDuration: time.Second})
-	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: time.Second}))
+	run, err := (&Client{}).Run(context.Background(), addr, paced(model.TestConfig{Duration: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,36 +711,44 @@ func TestDurationAtLimit(t *testing.T) {
 func TestUDPLoopback(t *testing.T) {
 	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	addr, _ := startServer(t, Limits{})
-	for _, cfg := range []model.TestConfig{
+	for i, cfg := range []model.TestConfig{
 		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond},
 		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond, Reverse: true},
 		{Protocol: model.UDP, Duration: time.Second, Bitrate: 10 * model.MbitPerSecond, Bidir: true, Parallel: 2},
 		{Protocol: model.UDP, Bytes: 2 * model.MiB, Bitrate: 50 * model.MbitPerSecond, Length: 8000},
 	} {
-		start := time.Now()
-		run, err := (&Client{Version: "test"}).Run(context.Background(), addr, quick(cfg))
-		if err != nil {
-			t.Fatalf("%+v: %v", cfg, err)
-		}
-		// Closing datagrams end the receivers at once: no linger.
-		if took := time.Since(start); took > time.Second+span(&cfg)+udpLinger/2 {
-			t.Errorf("%+v: took %v", cfg, took)
-		}
-		for _, s := range run.Summary {
-			var sent int64
-			for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
-				for _, tot := range e.Totals {
-					if tot.Role == model.Sender && run.Streams[tot.Stream].Direction == s.Direction {
-						sent += tot.UDP.Packets
-					}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			udpLoopback(t, addr, cfg)
+		})
+	}
+}
+
+// udpLoopback runs one native UDP test and checks its accounts.
+func udpLoopback(t *testing.T, addr string, cfg model.TestConfig) {
+	start := time.Now()
+	run, err := (&Client{Version: "test"}).Run(context.Background(), addr, quick(cfg))
+	if err != nil {
+		t.Fatalf("%+v: %v", cfg, err)
+	}
+	// Closing datagrams end the receivers at once: no linger.
+	if took := time.Since(start); took > time.Second+span(&cfg)+udpLinger/2 {
+		t.Errorf("%+v: took %v", cfg, took)
+	}
+	for _, s := range run.Summary {
+		var sent int64
+		for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+			for _, tot := range e.Totals {
+				if tot.Role == model.Sender && run.Streams[tot.Stream].Direction == s.Direction {
+					sent += tot.UDP.Packets
 				}
 			}
-			if s.UDP == nil || s.UDP.Packets != sent || s.UDP.Packets == 0 || s.ReceiverBytes.V > s.SenderBytes.V {
-				t.Errorf("%+v %s: sent %d datagrams, the receiver accounts %+v", cfg, s.Direction, sent, s.UDP)
-			}
-			if cfg.Bytes > 0 && s.SenderBytes.V < cfg.Bytes {
-				t.Errorf("byte count: sent %v of %v", s.SenderBytes.V, cfg.Bytes)
-			}
+		}
+		if s.UDP == nil || s.UDP.Packets != sent || s.UDP.Packets == 0 || s.ReceiverBytes.V > s.SenderBytes.V {
+			t.Errorf("%+v %s: sent %d datagrams, the receiver accounts %+v", cfg, s.Direction, sent, s.UDP)
+		}
+		if cfg.Bytes > 0 && s.SenderBytes.V < cfg.Bytes {
+			t.Errorf("byte count: sent %v of %v", s.SenderBytes.V, cfg.Bytes)
 		}
 	}
 }
@@ -722,18 +777,21 @@ func TestUDPReceiverTime(t *testing.T) {
 	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
 	addr, _ := startServer(t, Limits{})
 	for _, reverse := range []bool{false, true} {
-		run, err := (&Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{
-			Protocol: model.UDP, Duration: time.Second, Bitrate: 100 * model.KbitPerSecond, Length: 1460, Reverse: reverse})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := run.Summary[0]
-		t.Logf("reverse %v: sender %d B at %v, receiver %d B in %v: %v", reverse, s.SenderBytes.V, s.SenderRate, s.ReceiverBytes.V, s.Duration, s.Goodput)
-		if s.UDP != nil && s.UDP.Lost > 0 {
-			continue // a lost datagram is not a time's fault
-		}
-		if s.SenderBytes != s.ReceiverBytes || math.Abs(float64(s.Goodput.V-s.SenderRate.V)) > 0.02*float64(s.SenderRate.V) {
-			t.Errorf("reverse %v: goodput %v against the sender's %v", reverse, s.Goodput, s.SenderRate)
-		}
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			t.Parallel()
+			run, err := (&Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{
+				Protocol: model.UDP, Duration: time.Second, Bitrate: 100 * model.KbitPerSecond, Length: 1460, Reverse: reverse})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := run.Summary[0]
+			t.Logf("reverse %v: sender %d B at %v, receiver %d B in %v: %v", reverse, s.SenderBytes.V, s.SenderRate, s.ReceiverBytes.V, s.Duration, s.Goodput)
+			if s.UDP != nil && s.UDP.Lost > 0 {
+				return // a lost datagram is not a time's fault
+			}
+			if s.SenderBytes != s.ReceiverBytes || math.Abs(float64(s.Goodput.V-s.SenderRate.V)) > 0.02*float64(s.SenderRate.V) {
+				t.Errorf("reverse %v: goodput %v against the sender's %v", reverse, s.Goodput, s.SenderRate)
+			}
+		})
 	}
 }

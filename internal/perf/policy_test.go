@@ -3,6 +3,7 @@ package perf
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -130,6 +131,7 @@ func openSessionFrom(t *testing.T, addr, ip string, cfg model.TestConfig) *sessi
 // faster than its share. A -b over it is refused, and the client is told
 // the cap, which the diagnosis names.
 func TestPolicyRateCap(t *testing.T) {
+	t.Parallel() // paced by its cap, a few percent of a CPU on loopback
 	const capRate = 200 * model.MbitPerSecond
 	addr := servePolicy(t, `
 [default]
@@ -150,33 +152,44 @@ max_udp_rate = "50M"
 		t.Fatalf("UDP within the cap: %v", err)
 	}
 	for _, reverse := range []bool{false, true} {
-		run, err := c.Run(ctx, addr, model.TestConfig{Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Parallel: 2, Reverse: reverse})
-		if err != nil {
-			t.Fatalf("-R %v: %v", reverse, err)
-		}
-		if run.ServerRateCap != capRate {
-			t.Errorf("-R %v: the run says the cap is %v, want %v", reverse, run.ServerRateCap, capRate)
-		}
-		var got model.Bitrate
-		for _, s := range run.Summary {
-			got += s.Goodput.V
-		}
-		t.Logf("-R %v: goodput %v under a cap of %v", reverse, got, capRate)
-		// Loopback carries tens of Gbit/s: only the cap holds it here.
-		if got < capRate*7/10 || got > capRate*21/20 {
-			t.Errorf("-R %v: goodput %v, want the cap of %v (70%% to 105%%)", reverse, got, capRate)
-		}
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			t.Parallel() // each test has its own cap
+			rateCapped(t, c, addr, reverse, capRate)
+		})
+	}
+}
+
+// rateCapped runs a TCP test of two streams under a server's rate cap
+// and checks it holds the test to it.
+func rateCapped(t *testing.T, c *Client, addr string, reverse bool, capRate model.Bitrate) {
+	ctx := context.Background()
+	run, err := c.Run(ctx, addr, model.TestConfig{Duration: 2 * time.Second, Interval: 500 * time.Millisecond, Parallel: 2, Reverse: reverse})
+	if err != nil {
+		t.Fatalf("-R %v: %v", reverse, err)
+	}
+	if run.ServerRateCap != capRate {
+		t.Errorf("-R %v: the run says the cap is %v, want %v", reverse, run.ServerRateCap, capRate)
+	}
+	var got model.Bitrate
+	for _, s := range run.Summary {
+		got += s.Goodput.V
+	}
+	t.Logf("-R %v: goodput %v under a cap of %v", reverse, got, capRate)
+	// Loopback carries tens of Gbit/s: only the cap holds it here.
+	if got < capRate*7/10 || got > capRate*21/20 {
+		t.Errorf("-R %v: goodput %v, want the cap of %v (70%% to 105%%)", reverse, got, capRate)
 	}
 }
 
 // In lame-duck mode a server admits no new test, lets the running ones
 // finish with their results, and says when none is left.
 func TestLameDuck(t *testing.T) {
+	t.Parallel() // its running test is paced; the other is refused
 	srv := &Server{Version: "test"}
 	addr := serveWith(t, srv)
 	first := make(chan error, 1)
 	go func() {
-		_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 1500 * time.Millisecond}))
+		_, err := (&Client{}).Run(context.Background(), addr, paced(model.TestConfig{Duration: 1500 * time.Millisecond}))
 		first <- err
 	}()
 	awaitRunning(t, srv, 1)

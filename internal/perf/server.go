@@ -671,100 +671,30 @@ func closeStreams(streams []*Stream) {
 	}
 }
 
+// runTest runs an admitted test on its control connection: its streams
+// opened and started, the test measured with its intervals sent as they
+// come, and the totals exchanged for the client's bye. It returns this
+// end's report and how the test ended.
 func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) (model.EndReport, string, error) {
-	var rep model.EndReport
-	var rateCap model.Bitrate
-	if !t.udp {
-		rateCap = t.class.MaxRate
-	}
-	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
-		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, StreamKeys: t.keys, RateCap: rateCap,
-	}}); err != nil {
-		return rep, "", err
-	}
-	streams, err := s.awaitStreams(ctx, t, dirs)
+	streams, ecfg, readCap, err := s.startStreams(ctx, c, t, cfg, dirs)
 	defer closeStreams(streams)
-	switch {
-	case errors.Is(err, errStreamsLate):
-		c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
-		return rep, "", err
-	case err != nil:
-		c.sendError(CodeShutdown, "server shutting down", "try again later")
-		return rep, "", err
-	}
-	m, err := c.recv(handshakeTimeout)
-	if err != nil || m.Type != msgStart {
-		return rep, "", fmt.Errorf("wait for start: %v", err)
-	}
-	if err := verifyUDP(streams, m.Start); err != nil {
-		c.sendError(CodeOf(err), err.Error(), HintOf(err))
-		return rep, "", err
-	}
-	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
-	ecfg, readCap := serverEnd(cfg, t.class)
-	for i, sm := range streams {
-		if err := applyOptions(sm, &ecfg); err != nil {
-			c.sendError(CodeSocket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
-			return rep, "", err
-		}
-		if st.Setups[i], err = setupOf(sm); err != nil {
-			return rep, "", err
-		}
-		st.Addrs[i] = sm.netConn().LocalAddr().String()
-	}
-	if err := c.send(&message{Type: msgStarted, Started: st}); err != nil {
-		return rep, "", err
+	if err != nil {
+		return model.EndReport{}, "", err
 	}
 
 	tctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Intervals go out through a queue so the sampler never waits on the
-	// network; a client that falls a queue behind is not reading, and the
-	// test is aborted rather than left to pile up.
-	queue := make(chan model.Interval, 64)
-	var sendErr error
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		// Below batchEvery, intervals go out in batches: nobody reads 100
-		// lines a second, and every send wakes both processes, which costs
-		// measurable throughput when sampling every 10 ms.
-		var tick <-chan time.Time
-		if cfg.Interval < batchEvery {
-			t := time.NewTicker(batchEvery)
-			defer t.Stop()
-			tick = t.C
-		}
-		var batch []*message
-		flush := func() {
-			if len(batch) > 0 && sendErr == nil {
-				if err := c.send(batch...); err != nil {
-					sendErr = err
-					cancel()
-				}
-			}
-			batch = batch[:0]
-		}
-		for {
-			select {
-			case iv, ok := <-queue:
-				if !ok {
-					flush()
-					return
-				}
-				batch = append(batch, &message{Type: msgInterval, Interval: &iv})
-				if tick == nil {
-					flush()
-				}
-			case <-tick:
-				flush()
-			}
-		}
-	}()
+	var tick <-chan time.Time
+	if cfg.Interval < batchEvery {
+		ticker := time.NewTicker(batchEvery)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	// A client that falls a queue behind is not reading, and the test is
+	// aborted rather than left to pile up.
+	out := startIntervalSender(c.send, tick, cancel)
 	e := newEnd(model.ServerSide, ecfg, streams, func(iv model.Interval) {
-		select {
-		case queue <- iv:
-		default:
+		if !out.add(iv) {
 			cancel()
 		}
 	})
@@ -773,39 +703,10 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	if readCap > 0 {
 		e.rateCap = t.class.MaxRate
 	}
-	ended := "complete"
-	var endedMu sync.Mutex
-	setEnded := func(how string) {
-		endedMu.Lock()
-		if ended == "complete" {
-			ended = how
-		}
-		endedMu.Unlock()
-	}
-
-	// The client may ask to stop, say bye, or vanish.
-	bye := make(chan error, 1)
-	go func() {
-		for {
-			m, err := c.recv(0)
-			if err != nil {
-				setEnded("aborted")
-				bye <- err
-				cancel()
-				return
-			}
-			switch m.Type {
-			case msgStop:
-				setEnded("interrupted")
-				e.stop()
-			case msgBye:
-				bye <- nil
-				return
-			}
-		}
-	}()
+	var ended endedAs
+	bye := watchClient(c, e, &ended, cancel)
 	stopBy := func(reason string) {
-		setEnded(reason)
+		ended.set(reason)
 		_ = c.send(&message{Type: msgStop, Stop: &stop{Reason: reason}})
 		e.stop()
 	}
@@ -820,33 +721,144 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	}
 
 	runErr := e.run(tctx)
-	close(queue)
-	<-sent
-	rep = e.report(s.Version)
-	endedMu.Lock()
-	how := ended
-	endedMu.Unlock()
+	sendErr := out.close()
+	rep := e.report(s.Version)
+	how := ended.get()
 	if runErr != nil {
 		return rep, how, runErr
 	}
 	if sendErr != nil {
 		return rep, how, sendErr
 	}
-	// Intervals went out live; the totals close the record.
+	return rep, how, sendDone(c, rep, bye)
+}
+
+// startStreams welcomes an admitted test, waits for its data connections
+// and the client's start, sets the streams' options and tells the client
+// they are set. It returns the streams (to close, even on an error),
+// this end's configuration and the rate its receivers may read at.
+func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) ([]*Stream, model.TestConfig, model.Bitrate, error) {
+	var rateCap model.Bitrate
+	if !t.udp {
+		rateCap = t.class.MaxRate
+	}
+	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
+		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, StreamKeys: t.keys, RateCap: rateCap,
+	}}); err != nil {
+		return nil, cfg, 0, err
+	}
+	streams, err := s.awaitStreams(ctx, t, dirs)
+	switch {
+	case errors.Is(err, errStreamsLate):
+		c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
+		return streams, cfg, 0, err
+	case err != nil:
+		c.sendError(CodeShutdown, "server shutting down", "try again later")
+		return streams, cfg, 0, err
+	}
+	m, err := c.recv(handshakeTimeout)
+	if err != nil || m.Type != msgStart {
+		return streams, cfg, 0, fmt.Errorf("wait for start: %v", err)
+	}
+	if err := verifyUDP(streams, m.Start); err != nil {
+		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		return streams, cfg, 0, err
+	}
+	ecfg, readCap := serverEnd(cfg, t.class)
+	st, err := setStreams(c, streams, &ecfg)
+	if err != nil {
+		return streams, cfg, 0, err
+	}
+	return streams, ecfg, readCap, c.send(&message{Type: msgStarted, Started: st})
+}
+
+// setStreams applies this end's socket options to its streams, telling
+// the client when the kernel refuses one, and says what the kernel
+// granted and where each stream is bound.
+func setStreams(c *ctrl, streams []*Stream, ecfg *model.TestConfig) (*started, error) {
+	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
+	for i, sm := range streams {
+		if err := applyOptions(sm, ecfg); err != nil {
+			c.sendError(CodeSocket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
+			return nil, err
+		}
+		var err error
+		if st.Setups[i], err = setupOf(sm); err != nil {
+			return nil, err
+		}
+		st.Addrs[i] = sm.netConn().LocalAddr().String()
+	}
+	return st, nil
+}
+
+// endedAs is how a test ended: complete, unless something ended it
+// first (the first reason given stands).
+type endedAs struct {
+	mu  sync.Mutex
+	how string
+}
+
+func (e *endedAs) set(how string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.how == "" {
+		e.how = how
+	}
+}
+
+func (e *endedAs) get() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.how == "" {
+		return "complete"
+	}
+	return e.how
+}
+
+// watchClient reads the client's control messages while its test runs:
+// it may ask to stop, say bye, or vanish. The bye, or the loss of the
+// connection (which aborts the test), comes on the returned channel.
+func watchClient(c *ctrl, e *End, ended *endedAs, cancel func()) <-chan error {
+	bye := make(chan error, 1)
+	go func() {
+		for {
+			m, err := c.recv(0)
+			if err != nil {
+				ended.set("aborted")
+				bye <- err
+				cancel()
+				return
+			}
+			switch m.Type {
+			case msgStop:
+				ended.set("interrupted")
+				e.stop()
+			case msgBye:
+				bye <- nil
+				return
+			}
+		}
+	}()
+	return bye
+}
+
+// sendDone sends the client this end's totals (its intervals went out
+// live) and waits for the client's bye.
+func sendDone(c *ctrl, rep model.EndReport, bye <-chan error) error {
 	done := rep
 	done.Intervals = nil
 	if err := c.send(&message{Type: msgDone, Done: &done}); err != nil {
-		return rep, how, err
+		return err
 	}
 	select {
 	case err := <-bye:
 		if err != nil {
-			return rep, how, fmt.Errorf("wait for bye: %w", err)
+			return fmt.Errorf("wait for bye: %w", err)
 		}
 	case <-time.After(handshakeTimeout):
-		return rep, how, errors.New("client did not acknowledge the results")
+		return errors.New("client did not acknowledge the results")
 	}
-	return rep, how, nil
+	return nil
 }
 
 func summaryAttrs(r model.EndReport) []any {
