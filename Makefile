@@ -69,7 +69,7 @@ test: setup vet
 	@# loopback tier, whose concurrency is the engine's own; the namespace
 	@# tests ran above, and under the detector they would double CI's time.
 	@# One package at a time, as above: timing checks hold on a quiet host.
-	CGO_ENABLED=1 $(GO) test -race -short -p 1 -count=1 -timeout 10m ./internal/perf ./internal/cli ./internal/report
+	CGO_ENABLED=1 $(GO) test -race -short -p 1 -count=1 -timeout 10m ./internal/perf ./internal/iperf3 ./internal/cli ./internal/report
 
 # Short fuzzing of the decoders (the CI test run replays their seed corpora).
 fuzz:
