@@ -65,7 +65,7 @@ done
 
 # Server memory with many concurrent single-stream tests: a fresh server,
 # $clients clients at once, then its peak resident set (VmHWM).
-"$ts" server --listen 127.0.0.1:$((tport+1)) --max-tests $((clients+8)) >/dev/null 2>&1 &
+"$ts" server --listen 127.0.0.1:$((tport+1)) --max-tests $((clients+8)) --max-tests-per-address $((clients+8)) --max-pending-per-address $((clients*2+8)) >/dev/null 2>&1 &
 mpid=$!; pids+=($mpid)
 sleep 0.5
 cpids=()
