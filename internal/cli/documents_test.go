@@ -46,7 +46,7 @@ func TestJSONDocuments(t *testing.T) {
 		t.Errorf("host --json is not what its type writes:\n%s", out)
 	}
 
-	// explain --json is the diagnosis alone: the list of findings the
+	// explain --json carries the diagnosis: the list of findings the
 	// diagnose package's goldens hold for the same recorded run.
 	for _, name := range []string{"bottleneck", "loss-limited", "pmtu-blackhole"} {
 		rec := filepath.Join("..", "diagnose", "testdata", name)
@@ -55,8 +55,13 @@ func TestJSONDocuments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code != 0 || !bytes.Equal([]byte(out), golden) {
-			t.Errorf("explain %s --json: exit %d (%s), differs from %s.golden.json:\n%.500s", name, code, errOut, rec, out)
+		var ex diagnose.Explanation
+		if err := strict(out, &ex); code != 0 || err != nil || ex.Schema != diagnose.ExplanationSchema {
+			t.Fatalf("explain %s --json: exit %d, %v (%s): %.300s", name, code, err, errOut, out)
+		}
+		findings, _ := json.MarshalIndent(ex.Findings, "", "  ")
+		if !bytes.Equal(append(findings, '\n'), golden) {
+			t.Errorf("explain %s --json: its findings differ from %s.golden.json:\n%.500s", name, rec, findings)
 		}
 	}
 }

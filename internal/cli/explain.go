@@ -41,7 +41,7 @@ and gives the same findings every time.`,
 			if asJSON {
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
-				return enc.Encode(run.Diagnosis)
+				return enc.Encode(diagnose.Explanation{Schema: diagnose.ExplanationSchema, Findings: run.Diagnosis})
 			}
 			return report.WriteDiagnosis(stdout, run.Diagnosis, verbose)
 		},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -26,10 +27,11 @@ func TestExplainSavedResult(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "run.json")
 	os.WriteFile(file, []byte(out), 0o644)
 	code, out, errOut = runExplain(t, file, "--json")
-	var fs []model.Finding
-	if code != 0 || json.Unmarshal([]byte(out), &fs) != nil {
+	var ex diagnose.Explanation
+	if code != 0 || json.Unmarshal([]byte(out), &ex) != nil || ex.Schema != diagnose.ExplanationSchema {
 		t.Fatalf("explain --json: exit %d, %s %s", code, out, errOut)
 	}
+	fs := ex.Findings
 	if len(fs) != len(run1.Diagnosis) || fs[0].ID != run1.Diagnosis[0].ID || fs[0].Summary != run1.Diagnosis[0].Summary {
 		t.Errorf("explain found %v, the test %v", fs, run1.Diagnosis)
 	}

@@ -10,9 +10,19 @@ import (
 // model.SchemaVersion, a field that goes or changes meaning bumps the
 // number; new fields do not.
 const (
-	ReportSchema    = "tcpscope.diagnose/1"
-	HostAuditSchema = "tcpscope.host/1"
+	ReportSchema      = "tcpscope.diagnose/1"
+	HostAuditSchema   = "tcpscope.host/1"
+	ExplanationSchema = "tcpscope.explain/1"
 )
+
+// Explanation is the JSON document of `tcpscope explain`: a saved run's
+// diagnosis, made again from the run's data.
+type Explanation struct {
+	Schema string `json:"schema"` // ExplanationSchema
+	// Findings are what Test finds in the run, primary first: what
+	// `tcpscope test --json` puts in the run's diagnosis.
+	Findings []model.Finding `json:"findings"`
+}
 
 // Report is the JSON document of `tcpscope diagnose`: the layered method
 // end to end, from the host up.

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -21,6 +22,28 @@ type Summary struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
+}
+
+// MarshalJSON writes s with the spread absent where it is undefined (one
+// value: SD and the interval are NaN, which JSON cannot carry, and which
+// are not a spread of 0 either).
+func (s Summary) MarshalJSON() ([]byte, error) {
+	defined := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		N      int      `json:"n"`
+		Mean   float64  `json:"mean"`
+		SD     *float64 `json:"sd,omitempty"`
+		CILow  *float64 `json:"ci95_low,omitempty"`
+		CIHigh *float64 `json:"ci95_high,omitempty"`
+		Median float64  `json:"median"`
+		Min    float64  `json:"min"`
+		Max    float64  `json:"max"`
+	}{s.N, s.Mean, defined(s.SD), defined(s.CILow), defined(s.CIHigh), s.Median, s.Min, s.Max})
 }
 
 // Summarize computes a Summary. One value gives its mean and median with no

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -73,5 +74,28 @@ func TestWelch(t *testing.T) {
 	}
 	if _, err := Welch([]float64{1}, []float64{1, 2}); !errors.Is(err, ErrTooFew) {
 		t.Fatal("one value accepted")
+	}
+}
+
+// One run has no spread: its SD and interval are absent from the JSON,
+// not NaN (which encoding/json refuses, failing `lab run --quick --json`)
+// and not 0.
+func TestSummaryJSONOfOne(t *testing.T) {
+	s, err := Summarize([]float64{42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"n":1,"mean":42,"median":42,"min":42,"max":42}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	two, _ := Summarize([]float64{1, 3})
+	b, _ = json.Marshal(two)
+	var back Summary
+	if err := json.Unmarshal(b, &back); err != nil || back != two {
+		t.Fatalf("two values: %s read back as %+v, want %+v (%v)", b, back, two, err)
 	}
 }

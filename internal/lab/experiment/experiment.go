@@ -99,8 +99,14 @@ type Point struct {
 	LossRate float64 `json:"loss_rate"`
 }
 
+// ResultSchema is the schema version of Result as `tcpscope lab run
+// --json` writes it (docs/JSON.md); as with model.SchemaVersion, a field
+// that goes or changes meaning bumps the number, new fields do not.
+const ResultSchema = "tcpscope.lab/1"
+
 // Result is an experiment's outcome.
 type Result struct {
+	Schema     string        `json:"schema"` // ResultSchema
 	Experiment string        `json:"experiment"`
 	Path       string        `json:"path"`
 	Hosts      string        `json:"hosts"`
@@ -149,7 +155,7 @@ func Run(ctx context.Context, name string, env Env) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	res.Experiment, res.Path, res.Hosts = name, x.Path, x.Hosts
+	res.Schema, res.Experiment, res.Path, res.Hosts = ResultSchema, name, x.Path, x.Hosts
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -69,6 +70,11 @@ func TestExperimentsPlumbing(t *testing.T) {
 			}
 			if *closed == 0 {
 				t.Fatal("testbed never closed")
+			}
+			// The --json document names its schema first and its experiment.
+			doc, err := json.Marshal(res)
+			if err != nil || !strings.HasPrefix(string(doc), `{"schema":"`+ResultSchema+`","experiment":"`+s.Name+`"`) {
+				t.Fatalf("lab run --json: %v %.120s", err, doc)
 			}
 			var buf bytes.Buffer
 			if err := report.WriteTable(&buf, res.Table); err != nil {
