@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"internal/model":          {},
 	"internal/tcpinfo":        {"internal/model"},
 	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits", "internal/token"},
+	"internal/perf/perftest":  {},
 	"internal/iperf3":         {"internal/model", "internal/perf", "internal/tcpinfo", "internal/limits", "internal/i3auth"},
 	"internal/limits":         {"internal/model"},
 	"internal/health":         {},

@@ -8,11 +8,11 @@ import (
 	"math"
 	"net"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
 
 // serveWith runs srv, with the iperf3 Handler added, on a fresh loopback
@@ -143,86 +143,17 @@ func TestForgedIperf3UDPHelloIgnored(t *testing.T) {
 	t.Parallel() // no test runs; a window for nothing to arrive
 	addr := serveWith(t, &perf.Server{Version: "test"})
 	server, _ := net.ResolveUDPAddr("udp4", addr)
-	to, received := victim(t, "127.0.0.3")
+	to, received := perftest.Victim(t, "127.0.0.3")
 	c := i3Open(t, addr, i3TestCookie('u'))
 	params := `{"udp":true,"time":2,"parallel":1,"len":1400,"bandwidth":100000000,"reverse":true}`
 	if st := i3SendParams(t, c, params); st != stateCreateStreams {
 		t.Fatalf("parameters: state %d, want CREATE_STREAMS", st)
 	}
-	spoofUDP(t, to, server, udpHello)
+	perftest.SpoofUDP(t, to, server, udpHello)
 	// Nothing comes: no event says so, so the time passing is the check,
 	// long enough for an answer or a test's datagrams to have arrived.
 	time.Sleep(500 * time.Millisecond)
 	if n, b := received(); n > 0 {
 		t.Errorf("a forged iperf3 hello from another address got %d datagrams, %d bytes", n, b)
-	}
-}
-
-// spoofUDP sends payload in a UDP datagram from src to dst through a raw
-// socket, as an attacker forging its source address would. It skips t
-// unless the process may open raw sockets (root).
-func spoofUDP(t *testing.T, src, dst *net.UDPAddr, payload []byte) {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_RAW)
-	if err != nil {
-		t.Skipf("forging a source address needs a raw socket (root): %v", err)
-	}
-	defer syscall.Close(fd)
-	udpLen := 8 + len(payload)
-	pkt := make([]byte, 20+udpLen)
-	pkt[0] = 0x45 // IPv4, a 20-byte header
-	binary.BigEndian.PutUint16(pkt[2:], uint16(len(pkt)))
-	pkt[8] = 64 // TTL
-	pkt[9] = syscall.IPPROTO_UDP
-	copy(pkt[12:16], src.IP.To4())
-	copy(pkt[16:20], dst.IP.To4())
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(pkt[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(pkt[10:], ^uint16(sum))
-	binary.BigEndian.PutUint16(pkt[20:], uint16(src.Port))
-	binary.BigEndian.PutUint16(pkt[22:], uint16(dst.Port))
-	binary.BigEndian.PutUint16(pkt[24:], uint16(udpLen)) // checksum 0: none
-	copy(pkt[28:], payload)
-	to := &syscall.SockaddrInet4{}
-	copy(to.Addr[:], dst.IP.To4())
-	if err := syscall.Sendto(fd, pkt, 0, to); err != nil {
-		t.Fatalf("send a forged datagram: %v", err)
-	}
-}
-
-// victim is a UDP socket at an address that never asked for anything; it
-// counts what arrives until the test ends.
-func victim(t *testing.T, ip string) (*net.UDPAddr, func() (datagrams, bytes int)) {
-	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(ip)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var n, b int
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 65536)
-		for {
-			k, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			n, b = n+1, b+k
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { c.Close(); <-done })
-	return c.LocalAddr().(*net.UDPAddr), func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return n, b
 	}
 }

@@ -3,7 +3,6 @@ package perf
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -12,12 +11,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
@@ -203,75 +202,6 @@ func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 	}
 }
 
-// spoofUDP sends payload in a UDP datagram from src to dst through a raw
-// socket, as an attacker forging its source address would. It skips t
-// unless the process may open raw sockets (root).
-func spoofUDP(t *testing.T, src, dst *net.UDPAddr, payload []byte) {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_RAW)
-	if err != nil {
-		t.Skipf("forging a source address needs a raw socket (root): %v", err)
-	}
-	defer syscall.Close(fd)
-	udpLen := 8 + len(payload)
-	pkt := make([]byte, 20+udpLen)
-	pkt[0] = 0x45 // IPv4, a 20-byte header
-	binary.BigEndian.PutUint16(pkt[2:], uint16(len(pkt)))
-	pkt[8] = 64 // TTL
-	pkt[9] = syscall.IPPROTO_UDP
-	copy(pkt[12:16], src.IP.To4())
-	copy(pkt[16:20], dst.IP.To4())
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(pkt[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(pkt[10:], ^uint16(sum))
-	binary.BigEndian.PutUint16(pkt[20:], uint16(src.Port))
-	binary.BigEndian.PutUint16(pkt[22:], uint16(dst.Port))
-	binary.BigEndian.PutUint16(pkt[24:], uint16(udpLen)) // checksum 0: none
-	copy(pkt[28:], payload)
-	to := &syscall.SockaddrInet4{}
-	copy(to.Addr[:], dst.IP.To4())
-	if err := syscall.Sendto(fd, pkt, 0, to); err != nil {
-		t.Fatalf("send a forged datagram: %v", err)
-	}
-}
-
-// victim is a UDP socket at an address that never asked for anything; it
-// counts what arrives until the test ends.
-func victim(t *testing.T, ip string) (*net.UDPAddr, func() (datagrams, bytes int)) {
-	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.ParseIP(ip)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var n, b int
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 65536)
-		for {
-			k, err := c.Read(buf)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			n, b = n+1, b+k
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { c.Close(); <-done })
-	return c.LocalAddr().(*net.UDPAddr), func() (int, int) {
-		mu.Lock()
-		defer mu.Unlock()
-		return n, b
-	}
-}
-
 // A native UDP hello forged from another address makes the server send
 // that address nothing but one answer no longer than the hello, and the
 // test is refused at start: the client cannot echo the token the answer
@@ -282,10 +212,10 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	records := make(chan TestRecord, 1)
 	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
 	server, _ := net.ResolveUDPAddr("udp4", addr)
-	to, received := victim(t, "127.0.0.2")
+	to, received := perftest.Victim(t, "127.0.0.2")
 	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Length: 1400})
 	hello := udpHello(s.keys[0], 0)
-	spoofUDP(t, to, server, hello)
+	perftest.SpoofUDP(t, to, server, hello)
 	// The server answers the forged hello; the attacker, who never sees
 	// the answer, starts the test with the token it does not have.
 	waitFor(t, "the forged hello answered", func() bool { n, _ := received(); return n > 0 })
