@@ -72,14 +72,18 @@ type pkg struct {
 	files   []*ast.File
 }
 
-func load(t *testing.T) map[string]*pkg {
+// sources calls fn with the path of every non-test .go file of the
+// module, and its directory relative to the module's root (slashes),
+// skipping testdata, hidden directories, node_modules and web.
+func sources(t *testing.T, fn func(path, rel string) error) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkgs := map[string]*pkg{}
-	fset := token.NewFileSet()
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal("not at the module root")
+	}
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -95,7 +99,18 @@ func load(t *testing.T) map[string]*pkg {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
-		rel = filepath.ToSlash(rel)
+		return fn(path, filepath.ToSlash(rel))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func load(t *testing.T) map[string]*pkg {
+	t.Helper()
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	sources(t, func(path, rel string) error {
 		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -121,12 +136,6 @@ func load(t *testing.T) map[string]*pkg {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatal("not at the module root")
-	}
 	return pkgs
 }
 

@@ -4,7 +4,6 @@ import (
 	"go/build/constraint"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,37 +15,17 @@ import (
 // and compiles (make vet vets the tree for darwin). No other suffix or
 // build constraint is used outside tests.
 func TestPlatformPairs(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]bool{}
 	var names []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "web") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-			rel, _ := filepath.Rel(root, path)
-			files[filepath.ToSlash(rel)] = true
-			names = append(names, filepath.ToSlash(rel))
-		}
+	sources(t, func(path, _ string) error {
+		files[path] = true
+		names = append(names, path)
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
 	for _, rel := range names {
 		base := strings.TrimSuffix(rel, ".go")
-		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, parser.ParseComments|parser.PackageClauseOnly)
+		f, err := parser.ParseFile(fset, rel, nil, parser.ParseComments|parser.PackageClauseOnly)
 		if err != nil {
 			t.Fatal(err)
 		}
