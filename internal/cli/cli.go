@@ -51,9 +51,15 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs tcpscope with args (without the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	args = iperf3Habit(args)
 	root := newRoot(ctx, args, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own error: a command line this tool cannot parse is
+		// a usage error, exit 2, as the README's table says.
+		err = usagef("tcpscope --help lists the commands", "%v", err)
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -64,6 +70,27 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code, line := errorLine(err)
 	fmt.Fprintln(stderr, "tcpscope: "+line)
 	return code
+}
+
+// iperf3Habit reads iperf3's way of choosing a mode: "tcpscope -c HOST
+// ..." is "tcpscope test HOST ..." and "tcpscope -s ..." is "tcpscope
+// server ...", the flags after them as the commands take them (they take
+// iperf3's where they mean the same).
+func iperf3Habit(args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	switch a := args[0]; {
+	case a == "-c" || a == "--client":
+		return append([]string{"test"}, args[1:]...)
+	case strings.HasPrefix(a, "--client="):
+		return append([]string{"test", strings.TrimPrefix(a, "--client=")}, args[1:]...)
+	case strings.HasPrefix(a, "-c") && len(a) > 2:
+		return append([]string{"test", a[2:]}, args[1:]...)
+	case a == "-s" || a == "--server":
+		return append([]string{"server"}, args[1:]...)
+	}
+	return args
 }
 
 // errorLine is an error's exit code and its one-line message with the
@@ -131,7 +158,7 @@ memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("tcpscope "+c.Name()+" --help", "%v", err)
+		return usagef(c.CommandPath()+" --help", "%v", err)
 	})
 	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout), newManCmd(stdout))
 	return root

@@ -60,6 +60,9 @@ func TestExitCodes(t *testing.T) {
 		{"server args", []string{"server", "extra"}, ExitUsage, "no arguments"},
 		{"server port", []string{"server", "-p", "70000"}, ExitUsage, "bad --port"},
 		{"server listen", []string{"server", "--listen", "5201", "-p", "5202"}, ExitUsage, "bad --listen"},
+		{"unknown command", []string{"tset", addr}, ExitUsage, "unknown command"},
+		{"-c without a host", []string{"-c"}, ExitUsage, "exactly one server address"},
+		{"root flag", []string{"--nope"}, ExitUsage, "try: tcpscope --help"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,6 +77,25 @@ func TestExitCodes(t *testing.T) {
 				t.Fatalf("stderr %q lacks %q or a hint", stderr, c.msg)
 			}
 		})
+	}
+}
+
+// iperf3 users choose the mode with -c HOST or -s: tcpscope reads them
+// as test and server.
+func TestIperf3ModeFlags(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	for _, args := range [][]string{{"-c", addr}, {"--client", addr}, {"--client=" + addr}, {"-c" + addr}} {
+		code, out, stderr := run(append(args, "-t", "0.2", "--json", "--no-diagnose")...)
+		var r model.Run
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Server != addr {
+			t.Fatalf("%v: exit %d, %q, %.200s", args, code, stderr, out)
+		}
+	}
+	if got := iperf3Habit([]string{"-s", "-p", "5299"}); strings.Join(got, " ") != "server -p 5299" {
+		t.Fatalf("-s -p 5299 read as %q", got)
+	}
+	if got := iperf3Habit([]string{"test", "-c", "x"}); strings.Join(got, " ") != "test -c x" {
+		t.Fatalf("a test's own flags rewritten: %q", got)
 	}
 }
 
