@@ -134,18 +134,31 @@ func calcBDP(f *calcFlags) (*calcResult, error) {
 	if err := errorsOf(positive("rate", float64(f.rate)), positive("rtt", float64(f.rtt))); err != nil {
 		return nil, err
 	}
+	// Bytes hold 8 EB: a BDP beyond a quarter of that (twice it is the
+	// buffer) is no path, and its arithmetic would wrap.
+	if float64(f.rate)/8*f.rtt.Seconds() > math.MaxInt64/4 {
+		return nil, usagef("a rate up to 1 Pbit/s and an RTT of seconds, e.g. --rate 100G --rtt 150ms", "the BDP of %s over %v is beyond any path", f.rate, f.rtt)
+	}
 	bdp := tcpmath.BDP(f.rate, f.rtt)
 	buf := model.SockBufFor(bdp)
+	lines := []string{
+		fmt.Sprintf("bandwidth-delay product: %s × %v = %s (%s)", f.rate, f.rtt, bdp.Decimal(), bdp.Binary()),
+		fmt.Sprintf("socket buffer for one stream: %s, twice the BDP (Linux gives half a buffer to the window)", buf.Decimal()),
+	}
+	if buf > math.MaxInt32 {
+		// tcp_rmem and tcp_wmem are ints: the kernel refuses more.
+		lines = append(lines, fmt.Sprintf("  more than Linux gives one socket (tcp_rmem and tcp_wmem stop at %d B): use %d parallel streams (-P) or more",
+			math.MaxInt32, (buf+math.MaxInt32-1)/math.MaxInt32))
+	} else {
+		lines = append(lines,
+			fmt.Sprintf("  sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", buf),
+			fmt.Sprintf("  sysctl -w net.ipv4.tcp_wmem=\"4096 16384 %d\"", buf))
+	}
 	return &calcResult{
 		Calculation: tcpmath.NewCalculation("bdp",
 			map[string]float64{"rate_bps": float64(f.rate), "rtt_s": f.rtt.Seconds()},
 			map[string]float64{"bdp_bytes": float64(bdp), "buffer_bytes": float64(buf)}),
-		lines: []string{
-			fmt.Sprintf("bandwidth-delay product: %s × %v = %s (%s)", f.rate, f.rtt, bdp.Decimal(), bdp.Binary()),
-			fmt.Sprintf("socket buffer for one stream: %s, twice the BDP (Linux gives half a buffer to the window)", buf.Decimal()),
-			fmt.Sprintf("  sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", buf),
-			fmt.Sprintf("  sysctl -w net.ipv4.tcp_wmem=\"4096 16384 %d\"", buf),
-		},
+		lines: lines,
 	}, nil
 }
 

@@ -55,3 +55,23 @@ func TestCalcJSONAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// calc never wraps: a rate beyond any link, or a BDP beyond any buffer, is
+// refused with one line (it printed "-9223372 TB" and tcp_rmem="… 0"), and
+// a buffer larger than Linux gives one socket is said to be so, not
+// offered as a sysctl the kernel refuses.
+func TestCalcOutOfRange(t *testing.T) {
+	for _, args := range [][]string{
+		{"calc", "bdp", "--rate", "1e99", "--rtt", "20ms"},
+		{"calc", "bdp", "--rate", "1000T", "--rtt", "24h"},
+	} {
+		code, out, errOut := run(args...)
+		if code != 2 || out != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "try:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, one line with a hint", args, code, out, errOut)
+		}
+	}
+	code, out, _ := run("calc", "bdp", "--rate", "100G", "--rtt", "300ms")
+	if code != 0 || strings.Contains(out, "sysctl -w") || !strings.Contains(out, "more than Linux gives one socket") || strings.Contains(out, "= -") {
+		t.Errorf("calc bdp of 3.75 GB: exit %d, %q", code, out)
+	}
+}

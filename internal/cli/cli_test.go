@@ -61,6 +61,8 @@ func TestExitCodes(t *testing.T) {
 		{"server port", []string{"server", "-p", "70000"}, ExitUsage, "bad --port"},
 		{"server listen", []string{"server", "--listen", "5201", "-p", "5202"}, ExitUsage, "bad --listen"},
 		{"unknown command", []string{"tset", addr}, ExitUsage, "unknown command"},
+		{"lab repeat 0", []string{"lab", "run", "tuning", "--repeat", "0"}, ExitUsage, "bad --repeat"},
+		{"lab -t 0", []string{"lab", "run", "tuning", "-t", "0"}, ExitUsage, "bad -t"},
 		{"-c without a host", []string{"-c"}, ExitUsage, "exactly one server address"},
 		{"root flag", []string{"--nope"}, ExitUsage, "try: tcpscope --help"},
 	}

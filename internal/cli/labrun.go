@@ -47,6 +47,14 @@ func newLabRunCmd(lf *labFlags, stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// 0 is "the experiment's default" only when not given: an
+			// explicit --repeat 0 ran the default 5 times.
+			if cmd.Flags().Changed("repeat") && (f.repeat < 1 || f.repeat > 1000) {
+				return usagef("--repeat 1 or more runs per point (up to 1000)", "bad --repeat %d", f.repeat)
+			}
+			if cmd.Flags().Changed("time") && f.duration <= 0 {
+				return usagef("give each run a length, e.g. -t 10", "bad -t %v", f.duration)
+			}
 			return runLab(cmd.Context(), lf, f, args[0], stdout, stderr)
 		},
 	}

@@ -22,6 +22,13 @@ const (
 	TbitPerSecond Bitrate = 1e12
 )
 
+// MaxBitrate is the fastest rate tcpscope takes anywhere (flags, limits
+// files, a client's hello): 1 Pbit/s, over a thousand times the fastest
+// Ethernet, so no real rate is refused, while a rate times a duration of
+// up to 20 hours stays within Bytes. A larger rate is a typo or an attack
+// (-b 1e99 throttled a test to 5.7 Gbit/s through overflowed arithmetic).
+const MaxBitrate Bitrate = 1e15
+
 // Bytes is an amount of data. Formatting says which convention it uses:
 // KiB/MiB/GiB are powers of 1024, kB/MB/GB powers of 1000.
 type Bytes int64
@@ -39,6 +46,10 @@ const (
 
 // ErrBadUnit reports an unparseable rate or size.
 var ErrBadUnit = errors.New("bad unit")
+
+// ErrOutOfRange reports a rate or size that parses but is larger than
+// tcpscope takes.
+var ErrOutOfRange = errors.New("out of range")
 
 // RateOf is the rate that moves n bytes in seconds s. It returns 0 for s <= 0.
 func RateOf(n Bytes, seconds float64) Bitrate {
@@ -201,7 +212,10 @@ func ParseBitrate(s string) (Bitrate, error) {
 	default:
 		return 0, fmt.Errorf("%w: rate %q: unknown unit %q (use bit/s, bps or B/s)", ErrBadUnit, s, rest)
 	}
-	return Bitrate(v * mult), nil
+	if r := Bitrate(v * mult); r <= MaxBitrate {
+		return r, nil
+	}
+	return 0, fmt.Errorf("%w: rate %q is over 1 Pbit/s, the most tcpscope takes", ErrOutOfRange, s)
 }
 
 // ParseBytes reads a size such as "64K", "128KiB", "1.5M", "4MB" or "1000".
@@ -239,7 +253,7 @@ func ParseBytes(s string) (Bytes, error) {
 	}
 	out := v * mult
 	if out > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%w: size %q is too large", ErrBadUnit, s)
+		return 0, fmt.Errorf("%w: size %q is too large", ErrOutOfRange, s)
 	}
 	return Bytes(math.Round(out)), nil
 }

@@ -33,6 +33,19 @@ func TestParseBitrate(t *testing.T) {
 			t.Errorf("ParseBitrate(%q) error = %v, want ErrBadUnit", bad, err)
 		}
 	}
+	// Parseable but beyond any link: refused as out of range, not taken
+	// into arithmetic that overflows (-b 1e99 once throttled a test).
+	if got, err := ParseBitrate("1P"); err == nil {
+		t.Errorf("ParseBitrate(1P) = %v, want an error", got)
+	}
+	for _, big := range []string{"1e99", "1001T", "1.1e15"} {
+		if _, err := ParseBitrate(big); !errors.Is(err, ErrOutOfRange) {
+			t.Errorf("ParseBitrate(%q) error = %v, want ErrOutOfRange", big, err)
+		}
+	}
+	if r, err := ParseBitrate("1000T"); err != nil || r != MaxBitrate {
+		t.Errorf("ParseBitrate(1000T) = %v, %v; want the maximum", r, err)
+	}
 }
 
 func TestParseBytes(t *testing.T) {
@@ -55,10 +68,13 @@ func TestParseBytes(t *testing.T) {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", "big", "-1K", "3X", "1e30"} {
+	for _, bad := range []string{"", "big", "-1K", "3X"} {
 		if _, err := ParseBytes(bad); !errors.Is(err, ErrBadUnit) {
 			t.Errorf("ParseBytes(%q) error = %v, want ErrBadUnit", bad, err)
 		}
+	}
+	if _, err := ParseBytes("1e30"); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("ParseBytes(1e30) error = %v, want ErrOutOfRange (it is a size, just too large)", err)
 	}
 }
 

@@ -150,6 +150,8 @@ func Normalize(c *model.TestConfig) error {
 		return errorf(CodeBadConfig, "use -M between 88 and 65535 bytes", "MSS %d out of range", c.MSS)
 	case c.FQRate < 0:
 		return errorf(CodeBadConfig, "use a positive pacing rate", "negative pacing rate")
+	case c.Bitrate > model.MaxBitrate || c.FQRate > model.MaxBitrate || c.ReadRate > model.MaxBitrate:
+		return errorf(CodeBadConfig, "rates go up to 1 Pbit/s; -b 0 is as fast as possible", "a rate over 1 Pbit/s")
 	case c.Bitrate < 0 || (c.Bitrate > 0 && c.Bitrate < minReadRate):
 		return errorf(CodeBadConfig, "use -b of 8 kbit/s or more", "bitrate %v out of range", c.Bitrate)
 	case c.ReadRate < 0 || (c.ReadRate > 0 && c.ReadRate < minReadRate):

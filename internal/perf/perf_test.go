@@ -795,3 +795,19 @@ func TestUDPReceiverTime(t *testing.T) {
 		})
 	}
 }
+
+// A rate beyond any link, from a flag or a hostile hello, is refused
+// before any arithmetic with it: -b 1e99 once throttled a test to
+// 5.7 Gbit/s.
+func TestRatesOutOfRange(t *testing.T) {
+	for _, cfg := range []model.TestConfig{
+		{Bitrate: 1e99}, {FQRate: 1e16}, {ReadRate: model.MaxBitrate * 2}, {Protocol: model.UDP, Bitrate: 1e99},
+	} {
+		if err := Normalize(&cfg); CodeOf(err) != CodeBadConfig {
+			t.Errorf("%+v: %v", cfg, err)
+		}
+	}
+	if c := (model.TestConfig{Bitrate: model.MaxBitrate}); Normalize(&c) != nil {
+		t.Error("the maximum rate itself refused")
+	}
+}
