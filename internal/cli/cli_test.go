@@ -61,6 +61,10 @@ func TestExitCodes(t *testing.T) {
 		{"server port", []string{"server", "-p", "70000"}, ExitUsage, "bad --port"},
 		{"server listen", []string{"server", "--listen", "5201", "-p", "5202"}, ExitUsage, "bad --listen"},
 		{"unknown command", []string{"tset", addr}, ExitUsage, "unknown command"},
+		{"-t 0", []string{"test", "-t", "0", addr}, ExitUsage, "-t 0"},
+		{"-l 0", []string{"test", "-l", "0", addr}, ExitUsage, "-l 0"},
+		{"-w 0", []string{"test", "-w", "0", addr}, ExitUsage, "-w 0"},
+		{"ambiguous IPv6", []string{"test", "::1:5461"}, ExitUsage, "ambiguous"},
 		{"lab repeat 0", []string{"lab", "run", "tuning", "--repeat", "0"}, ExitUsage, "bad --repeat"},
 		{"lab -t 0", []string{"lab", "run", "tuning", "-t", "0"}, ExitUsage, "bad -t"},
 		{"-c without a host", []string{"-c"}, ExitUsage, "exactly one server address"},
@@ -213,6 +217,9 @@ func TestHostPort(t *testing.T) {
 		"::1":              "[::1]:5201",
 		"[::1]":            "[::1]:5201",
 		"[2001:db8::1]:80": "[2001:db8::1]:80",
+		"2001:db8::7":      "[2001:db8::7]:5201",
+		"fe80::1":          "[fe80::1]:5201",
+		"[::1:5461]":       "[::1:5461]:5201",
 	}
 	for in, want := range cases {
 		got, err := hostPort(in, 5201)
@@ -223,6 +230,14 @@ func TestHostPort(t *testing.T) {
 	for _, bad := range []string{"", "host:0", "host:x", "[::1", "[::1]x"} {
 		if _, err := hostPort(bad, 5201); err == nil {
 			t.Errorf("hostPort(%q) accepted", bad)
+		}
+	}
+	// ::1:5461 is an address, and ::1 with a port: which is meant is
+	// asked, not guessed (it was taken whole, on port 5201).
+	for _, amb := range []string{"::1:5461", "2001:db8::1:80"} {
+		_, err := hostPort(amb, 5201)
+		if code, hint := classify(err); err == nil || code != ExitUsage || !strings.Contains(hint, "]:") {
+			t.Errorf("hostPort(%q): %v, exit %d, hint %q; want a usage error showing the brackets", amb, err, code, hint)
 		}
 	}
 }

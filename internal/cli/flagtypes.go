@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,19 @@ func hostPort(arg string, defPort int) (string, error) {
 	case strings.Count(arg, ":") == 1:
 		i := strings.LastIndex(arg, ":")
 		host, port = arg[:i], arg[i+1:]
+	default:
+		// A bare IPv6 address whose last group reads as a port too
+		// (::1:5461) is ambiguous: taken whole, a test would go to
+		// another address on the default port.
+		i := strings.LastIndex(arg, ":")
+		if whole, err := netip.ParseAddr(arg); err == nil && whole.Is6() && i > 0 {
+			if prefix, err := netip.ParseAddr(arg[:i]); err == nil && prefix.Is6() {
+				if p, err := strconv.Atoi(arg[i+1:]); err == nil && p >= 1 && p <= 65535 {
+					return "", usagef(fmt.Sprintf("write [%s]:%d for port %d of %s, or [%s] for the address %s", arg[:i], p, p, arg[:i], arg, arg),
+						"ambiguous address %q", arg)
+				}
+			}
+		}
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 1 || p > 65535 {

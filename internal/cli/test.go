@@ -255,6 +255,17 @@ func checkTestFlags(f *testFlags) (model.RateFormat, error) {
 // testConfig completes the test's configuration from the flags that
 // shape it (-u, -k) and normalizes it.
 func testConfig(cmd *cobra.Command, f *testFlags) error {
+	// A zero given on purpose is not "the default": say what it would
+	// mean instead of running something else.
+	changed := cmd.Flags().Changed
+	switch {
+	case changed("time") && f.cfg.Duration == 0 && f.cfg.Bytes == 0 && f.blocks == 0:
+		return usagef("give the test a length, e.g. -t 3600 for an hour (iperf3's -t 0 runs until interrupted; a tcpscope server bounds every test by its --max-duration)", "-t 0: a test needs a length")
+	case changed("length") && f.cfg.Length == 0:
+		return usagef("give a write size, e.g. -l 128K, or leave -l out for the default", "-l 0: no write size")
+	case changed("window") && f.cfg.Window == 0:
+		return usagef("leave -w out to let the kernel size the buffers", "-w 0: no buffer size")
+	}
 	if f.udp {
 		f.cfg.Protocol = model.UDP
 		if !cmd.Flags().Changed("bitrate") {
