@@ -31,7 +31,7 @@ demo: build
 
 demo-loopback: build
 	@$(BIN) server --listen 127.0.0.1:$(PORT) >/tmp/tcpscope-demo-server.log 2>&1 & pid=$$!; \
-	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null' EXIT; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null' EXIT; trap 'exit 141' PIPE; trap 'exit 130' INT; trap 'exit 143' TERM HUP; \
 	for i in 1 2 3 4 5 6 7 8 9 10; do $(BIN) test 127.0.0.1:$(PORT) -t 0.1 -i 1 >/dev/null 2>&1 && break; sleep 0.2; done; \
 	echo "\$$ tcpscope test 127.0.0.1:$(PORT) -t 3"; \
 	$(BIN) test 127.0.0.1:$(PORT) -t 3 && \
