@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
 
 // iperf3Bin is the stock iperf3 the tests run: $TCPSCOPE_IPERF3 when set,
@@ -52,7 +53,7 @@ func iperf3Once(t *testing.T) (addr string, wait func() map[string]any) {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	waitListen(t, port)
+	perftest.WaitListening(t, port)
 	return fmt.Sprintf("127.0.0.1:%d", port), func() map[string]any {
 		select {
 		case <-done:
@@ -65,26 +66,6 @@ func iperf3Once(t *testing.T) (addr string, wait func() map[string]any) {
 		}
 		return doc
 	}
-}
-
-// waitListen waits until something listens on the loopback TCP port,
-// reading /proc/net/tcp: iperf3 -1 would take a probe connection for its
-// one client.
-func waitListen(t *testing.T, port int) {
-	t.Helper()
-	want := fmt.Sprintf("0100007F:%04X 00000000:0000 0A", port)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/net/tcp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 3 && strings.Join(f[1:4], " ") == want {
-				return
-			}
-		}
-	}
-	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }
 
 // paths lists a document's key paths, array indexes as [] (jq's

@@ -1,11 +1,9 @@
 package iperf3
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
-	"math"
 	"net"
 	"sync"
 	"testing"
@@ -20,20 +18,7 @@ import (
 func serveWith(t *testing.T, srv *perf.Server) string {
 	t.Helper()
 	srv.Handle(&Handler{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
+	return perftest.Serve(t, srv)
 }
 
 // Durations whose sum overflows time.Duration are refused (see perf's
@@ -41,7 +26,6 @@ func serveWith(t *testing.T, srv *perf.Server) string {
 // float64s.
 func TestOverflowingDurationRefused(t *testing.T) {
 	addr := serveWith(t, &perf.Server{Version: "test", Limits: perf.Limits{MaxDuration: 10 * time.Second}})
-	_ = math.MaxInt64
 	// iperf3's parameters are seconds in float64s.
 	i3Next := byte('a')
 	for _, params := range []string{

@@ -27,6 +27,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
@@ -66,7 +67,7 @@ func iperf3Server(t *testing.T) (addr string, wait func() map[string]any) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	// iperf3 -1 serves one client: do not probe by connecting.
-	waitListen(t, port)
+	perftest.WaitListening(t, port)
 	return addr, func() map[string]any {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -321,7 +322,7 @@ func TestIperf3Fallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	waitListen(t, port)
+	perftest.WaitListening(t, port)
 	// As the command line runs a test: natively, falling back to iperf3's
 	// protocol when the server turns out to be a stock iperf3.
 	addr, cfg := fmt.Sprintf("127.0.0.1:%d", port), model.TestConfig{Duration: time.Second, Bitrate: 10 * model.MbitPerSecond}
@@ -337,25 +338,6 @@ func TestIperf3Fallback(t *testing.T) {
 		run.Summary[0].ReceiverBytes.V == 0 {
 		t.Errorf("fallback run: remote %q, warnings %v, summary %+v", run.Remote.Version, run.Warnings, run.Summary)
 	}
-}
-
-// waitListen waits until something listens on the loopback TCP port,
-// reading /proc/net/tcp (a probe connection would count as a client).
-func waitListen(t *testing.T, port int) {
-	t.Helper()
-	want := fmt.Sprintf("0100007F:%04X 00000000:0000 0A", port)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/net/tcp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 3 && strings.Join(f[1:4], " ") == want {
-				return
-			}
-		}
-	}
-	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }
 
 // sumOf reads one of the sums of an iperf3 -J document.
@@ -842,7 +824,7 @@ func TestServeIperf3RefusalText(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stock.Process.Kill(); stock.Wait() })
-	waitListen(t, stockPort)
+	perftest.WaitListening(t, stockPort)
 	stockMsg, stockCode := runIperf3(t, "-c", "127.0.0.1", "-p", fmt.Sprint(stockPort), "-t", "1", "-b", "10M")
 	if !strings.Contains(stockMsg, "error") || stockCode == 0 {
 		t.Fatalf("iperf3's own server: exit %d, %q", stockCode, stockMsg)

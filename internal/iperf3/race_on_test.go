@@ -16,5 +16,8 @@ const rateTol = 0.05
 const clockSlack = 50 * time.Millisecond
 
 // loadSlack is how far apart two ends' clocks of one flow may stop for
-// clocksAgree: under the race detector, as clockSlack.
-const loadSlack = 50 * time.Millisecond
+// clocksAgree: under the race detector a server with 32 streams to
+// serve handled TEST_END 64 ms after the client stopped (CI, --bidir -P
+// 16, bytes equal to the byte). A gross error (a swapped end, a double
+// count) still fails; the timing itself is checked without the detector.
+const loadSlack = 150 * time.Millisecond

@@ -1,18 +1,24 @@
 // Package perftest holds test helpers shared by the engine's tests and
 // those of the protocols on it (internal/perf, internal/iperf3): a forged
 // UDP sender and a victim that counts what reaches it, for the server's
-// reflection tests, and a TestMain for packages whose parallel tests wait
+// reflection tests, a server on loopback for a test's life, a wait for a
+// stock program's listener, and a TestMain for packages whose parallel tests wait
 // on the clock. It imports nothing of the engine, so perf's own in-package
 // tests may use it.
 package perftest
 
 import (
+	"context"
 	"encoding/binary"
 	"flag"
+	"fmt"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // SpoofUDP sends payload in a UDP datagram from src to dst through a raw
@@ -100,4 +106,50 @@ func RunClockBound(m *testing.M) int {
 		_ = flag.Set("test.parallel", "8")
 	}
 	return m.Run()
+}
+
+// Server is what Serve runs: a perf.Server, named by its method so that
+// perf's own in-package tests can use this package.
+type Server interface {
+	Serve(ctx context.Context, ln net.Listener) error
+}
+
+// Serve runs srv on a free loopback port until the test ends, and fails
+// the test if it returns an error then. It returns the address.
+func Serve(t *testing.T, srv Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// WaitListening waits until something listens on the loopback TCP port,
+// reading /proc/net/tcp (a probe connection would count as a client of a
+// stock iperf3 -s -1).
+func WaitListening(t *testing.T, port int) {
+	t.Helper()
+	want := fmt.Sprintf("0100007F:%04X 00000000:0000 0A", port)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 3 && strings.Join(f[1:4], " ") == want {
+				return
+			}
+		}
+	}
+	t.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }
