@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"internal/iperf3":         {"internal/model", "internal/perf", "internal/tcpinfo", "internal/limits", "internal/i3auth"},
 	"internal/limits":         {"internal/model"},
 	"internal/health":         {},
+	"internal/daemon":         {},
 	"internal/token":          {},
 	"internal/i3auth":         {},
 	"internal/report":         {"internal/model", "internal/watch", "internal/columns"},

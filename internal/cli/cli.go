@@ -28,6 +28,7 @@ const (
 	ExitAborted     = 8  // the test broke off mid-way
 	ExitSocket      = 9  // a socket option was refused (-C, -M, --fq-rate)
 	ExitPrivilege   = 10 // needs root, or a system tool is missing
+	ExitInUse       = 11 // the server's address is taken
 	ExitInterrupted = 130
 )
 
@@ -138,6 +139,8 @@ func classify(err error) (int, string) {
 		return ExitAborted, hint
 	case perf.CodeSocket:
 		return ExitSocket, hint
+	case perf.CodeAddrInUse:
+		return ExitInUse, hint
 	}
 	return ExitFailure, hint
 }
@@ -160,6 +163,6 @@ memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%v", err)
 	})
-	root.AddCommand(newServerCmd(stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout), newManCmd(stdout))
+	root.AddCommand(newServerCmd(args, stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout), newManCmd(stdout))
 	return root
 }

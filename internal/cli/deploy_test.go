@@ -28,7 +28,7 @@ func TestSystemdUnit(t *testing.T) {
 	if len(args) < 2 || filepath.Base(args[0]) != "tcpscope" || args[1] != "server" {
 		t.Fatalf("ExecStart %q", exec0)
 	}
-	cmd := newServerCmd(io.Discard, io.Discard)
+	cmd := newServerCmd(nil, io.Discard, io.Discard)
 	if err := cmd.ParseFlags(args[2:]); err != nil {
 		t.Errorf("ExecStart's flags: %v", err)
 	}

@@ -2,16 +2,19 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/daemon"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/health"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
@@ -44,12 +47,20 @@ type serverFlags struct {
 	tlsKey        string
 	jsonLog       bool
 	debug         bool
+	// iperf3's server habits.
+	oneOff      bool
+	daemon      bool
+	pidfile     string
+	logfile     string
+	idleTimeout time.Duration
 }
 
 // limitFlags are the flags a limits file replaces.
 var limitFlags = []string{"max-tests", "max-duration", "max-streams", "max-total-streams", "max-tests-per-address", "max-pending-per-address", "max-pending"}
 
-func newServerCmd(stdout, stderr io.Writer) *cobra.Command {
+// newServerCmd is the server command; args are the whole command line,
+// which -D runs again in the background.
+func newServerCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
 	f := &serverFlags{limits: perf.DefaultLimits, tokenLifetime: 24 * time.Hour}
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -64,16 +75,46 @@ puts the server in lame-duck mode: it admits no new test, /healthz says
 For a public server, --limits FILE gives each class of client networks
 its own limits (allow or deny, tests, streams, duration, TCP and UDP rate
 caps, protocols); --check prints what a file means and exits. An example
-is deploy/limits.toml in tcpscope's source.`,
+is deploy/limits.toml in tcpscope's source.
+
+iperf3's server habits: -1 serves one test and exits, 0 when it completed
+(the exit code of its failure otherwise); connections refused before a
+test is admitted (a bad hello, failed authentication, a limit) do not use
+it up, and other clients hear "server busy" while it runs. -D runs the
+server in the background, detached from the terminal (output to --logfile,
+or nowhere), once it listens; -I writes its pid. --idle-timeout stops a
+server no test has come to for that long (iperf3 restarts a stuck server;
+here every test is bounded by --max-duration, so idle only means nobody
+came): exit 0, or 5 with -1, whose test never came.`,
 		Args: noArgs("tcpscope server --listen :5201"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runServer(cmd, f, stdout, stderr)
-			if err != nil && f.jsonLog {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			child := daemon.Child()
+			if f.daemon && child == nil {
+				return startDaemon(args, f, stdout, stderr)
+			}
+			if f.logfile != "" {
+				lf, err := os.OpenFile(f.logfile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				if err != nil {
+					child.Fail("--logfile: " + err.Error())
+					return usagef("give a file the server may write", "--logfile: %v", err)
+				}
+				defer lf.Close()
+				stdout, stderr = lf, lf
+			}
+			err := runServer(cmd, f, child, stdout, stderr)
+			if err == nil {
+				return nil
+			}
+			code, line := errorLine(err)
+			child.Fail(line)
+			switch {
+			case f.jsonLog:
 				// With --json-log even the error that ends the server
 				// is a JSON line, for the log shipper that reads them.
-				code, line := errorLine(err)
 				slog.New(slog.NewJSONHandler(stderr, nil)).Error("server failed", "err", line, "exit_code", code)
 				return &exitError{code: code}
+			case f.logfile != "":
+				fmt.Fprintln(stderr, "tcpscope: "+line) // the log says why it ended too
 			}
 			return err
 		},
@@ -105,7 +146,42 @@ is deploy/limits.toml in tcpscope's source.`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
+	fl.BoolVarP(&f.oneOff, "one-off", "1", false, "serve one test, then exit, as iperf3 -s -1 (refused connections do not count)")
+	fl.BoolVarP(&f.daemon, "daemon", "D", false, "run in the background, detached from the terminal, as iperf3 -D (output to --logfile, or discarded)")
+	fl.StringVarP(&f.pidfile, "pidfile", "I", "", "write the server's process id to this file (removed at exit), as iperf3 -I")
+	fl.StringVar(&f.logfile, "logfile", "", "append the server's output and log to this file instead of stdout and stderr")
+	fl.Var(seconds{&f.idleTimeout}, "idle-timeout", "exit when no test has run for this long (seconds, or 10m)")
 	return cmd
+}
+
+// startDaemon is -D: the same command line again, in the background; this
+// process exits once that one listens, or with its error.
+func startDaemon(args []string, f *serverFlags, stdout, stderr io.Writer) error {
+	if f.check {
+		return usagef("drop -D: --check prints and exits", "-D with --check")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("-D: find this program: %w", err)
+	}
+	pid, err := daemon.Start(self, args, f.logfile, 30*time.Second)
+	var ce *daemon.ChildError
+	if errors.As(err, &ce) {
+		fmt.Fprintln(stderr, "tcpscope: "+ce.Line)
+		if ce.Code <= 0 {
+			ce.Code = ExitFailure
+		}
+		return &exitError{code: ce.Code}
+	}
+	if err != nil {
+		return err
+	}
+	where := "output discarded (--logfile FILE keeps it)"
+	if f.logfile != "" {
+		where = "output to " + f.logfile
+	}
+	fmt.Fprintf(stdout, "tcpscope server running in the background, pid %d, %s\n", pid, where)
+	return nil
 }
 
 // serverPolicy is the server's policy: the limits file's, or the flags'.
@@ -315,6 +391,20 @@ func announce(stdout io.Writer, logger *slog.Logger, f *serverFlags, srv *perf.S
 		fmt.Fprintf(stdout, "tcpscope %s server listening on %s (up to %d tests; limits from %s, %d classes)\n",
 			Version, addr, policy.Server.MaxTests, policy.Source, len(policy.Classes))
 	}
+	var habits []string
+	if f.oneOff {
+		habits = append(habits, "serving one test (-1), then exiting")
+	}
+	if f.idleTimeout > 0 {
+		habits = append(habits, fmt.Sprintf("exiting if no test comes for %v (--idle-timeout)", f.idleTimeout))
+	}
+	switch {
+	case len(habits) == 0:
+	case f.jsonLog:
+		logger.Info("server plan", "one_off", f.oneOff, "idle_timeout", f.idleTimeout.String())
+	default:
+		fmt.Fprintln(stdout, strings.Join(habits, "; "))
+	}
 	switch {
 	case pin == "":
 	case f.jsonLog:
@@ -324,11 +414,23 @@ func announce(stdout io.Writer, logger *slog.Logger, f *serverFlags, srv *perf.S
 	}
 }
 
-func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) error {
+// runServer serves until stopped; ready hears once it listens (-D).
+func runServer(cmd *cobra.Command, f *serverFlags, ready *daemon.Reporter, stdout, stderr io.Writer) error {
 	logger := serverLogger(f, stderr)
 	srv, i3, pin, err := newServer(cmd, f, logger)
 	if err != nil {
 		return err
+	}
+	srv.OneTest, srv.IdleTimeout = f.oneOff, f.idleTimeout
+	// -1's exit code is its test's outcome: the first record is that test.
+	first := make(chan perf.TestRecord, 1)
+	onTest := srv.OnTest
+	srv.OnTest = func(rec perf.TestRecord) {
+		onTest(rec)
+		select {
+		case first <- rec:
+		default:
+		}
 	}
 	if f.check {
 		printCheck(stdout, srv, i3)
@@ -346,8 +448,20 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	ln, err := perf.Listen(ctx, addr)
+	if perf.CodeOf(err) == perf.CodeAddrInUse {
+		return &perf.Error{Code: perf.CodeAddrInUse, Msg: fmt.Sprintf("listen on %s: address already in use", addr),
+			Hint: fmt.Sprintf("another server is listening on %s: stop it or use -p", addr)}
+	}
 	if err != nil {
 		return err
+	}
+	if f.pidfile != "" {
+		remove, err := daemon.WritePidfile(f.pidfile)
+		if err != nil {
+			ln.Close()
+			return usagef("give a file the server may write", "-I %s: %v", f.pidfile, err)
+		}
+		defer remove()
 	}
 	announce(stdout, logger, f, srv, ln.Addr().String(), pin)
 	// Lame duck (SIGUSR1, or POST /lameduck): admit nothing new, and
@@ -384,11 +498,32 @@ func runServer(cmd *cobra.Command, f *serverFlags, stdout, stderr io.Writer) err
 		}
 		defer hs.Close()
 	}
+	ready.Ready()
 	err = srv.Serve(ctx, ln)
+	idled := errors.Is(err, perf.ErrIdle)
+	if idled {
+		err = nil
+	}
 	if f.jsonLog {
 		logger.Info("server stopped")
 	} else {
 		fmt.Fprintln(stdout, "tcpscope server stopped")
 	}
-	return err
+	if err != nil || !f.oneOff {
+		return err
+	}
+	// -1: the exit code says how its one test went.
+	select {
+	case rec := <-first:
+		if rec.Err != nil {
+			return fmt.Errorf("the one test (-1) with %s: %w", rec.Client, rec.Err)
+		}
+		return nil
+	default:
+	}
+	if idled {
+		return &perf.Error{Code: perf.CodeTimeout, Msg: fmt.Sprintf("no test came within --idle-timeout %v", f.idleTimeout),
+			Hint: "start the client sooner, or give a longer --idle-timeout"}
+	}
+	return nil // stopped (a signal) before its test came
 }

@@ -11,20 +11,21 @@ type Code string
 
 // Error codes. The server sends some of them to the client.
 const (
-	CodeRefused     Code = "refused"     // nothing listens at the address
-	CodeUnreachable Code = "unreachable" // no route, or the name does not resolve
-	CodeTimeout     Code = "timeout"     // the peer stopped answering
-	CodeVersion     Code = "version"     // protocol versions differ
-	CodeBusy        Code = "busy"        // the server is at its concurrency limit
-	CodeLimit       Code = "limit"       // the request exceeds a server limit
-	CodeDenied      Code = "denied"      // the server's limits do not allow it from this address
-	CodeTLS         Code = "tls"         // the server requires TLS, or TLS failed (a certificate not trusted, a pin not matched)
-	CodeBadConfig   Code = "bad-config"  // the request is invalid
-	CodeProtocol    Code = "protocol"    // the peer broke the protocol
-	CodeAborted     Code = "aborted"     // the test broke off mid-way
-	CodeShutdown    Code = "shutdown"    // the server is shutting down
-	CodeSocket      Code = "socket"      // a socket option could not be applied
-	CodeUnverified  Code = "unverified"  // a UDP stream's address did not prove it asked
+	CodeRefused     Code = "refused"        // nothing listens at the address
+	CodeUnreachable Code = "unreachable"    // no route, or the name does not resolve
+	CodeTimeout     Code = "timeout"        // the peer stopped answering
+	CodeVersion     Code = "version"        // protocol versions differ
+	CodeBusy        Code = "busy"           // the server is at its concurrency limit
+	CodeLimit       Code = "limit"          // the request exceeds a server limit
+	CodeDenied      Code = "denied"         // the server's limits do not allow it from this address
+	CodeTLS         Code = "tls"            // the server requires TLS, or TLS failed (a certificate not trusted, a pin not matched)
+	CodeBadConfig   Code = "bad-config"     // the request is invalid
+	CodeProtocol    Code = "protocol"       // the peer broke the protocol
+	CodeAborted     Code = "aborted"        // the test broke off mid-way
+	CodeShutdown    Code = "shutdown"       // the server is shutting down
+	CodeSocket      Code = "socket"         // a socket option could not be applied
+	CodeUnverified  Code = "unverified"     // a UDP stream's address did not prove it asked
+	CodeAddrInUse   Code = "address-in-use" // the server's address is taken (another server listens there)
 )
 
 // Error is a test failure with a class, a message and a hint for the user.

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/limits"
@@ -48,6 +49,18 @@ type Server struct {
 	// ShutdownGrace bounds how long Serve waits for running tests after its
 	// context ends (default 15 s).
 	ShutdownGrace time.Duration
+	// OneTest serves one test, as iperf3 -s -1: the first test admitted
+	// (of any protocol) is the only one, and Serve returns once it has
+	// ended, however it ended. Connections refused before admission (a
+	// bad hello, a failed token or iperf3 authentication, a limit) do not
+	// count: a port scanner or a mistyped client does not use the test up.
+	OneTest bool
+	// IdleTimeout, when set, ends Serve with ErrIdle once no test has run
+	// for that long (from Serve's start, or the end of the last test).
+	// iperf3's --idle-timeout restarts a server stuck in a test; a test
+	// here is bounded by its class's duration instead, so idle means
+	// only "nobody came".
+	IdleTimeout time.Duration
 
 	// policy is Policy, or Limits as a policy (from Serve on).
 	policy  *limits.Table
@@ -79,7 +92,19 @@ type Server struct {
 	// draining server runs no test (both under mu).
 	draining bool
 	idle     chan struct{}
+	// served: a OneTest server has admitted its test (under mu).
+	served bool
+	// idleGen counts the starts and stops of the idle timer: a timer
+	// that fires after another start or stop is stale (under mu).
+	idleGen  uint64
+	idledOut bool
+	// finish ends Serve's accepting, as its context's end does (OneTest,
+	// IdleTimeout).
+	finish context.CancelFunc
 }
+
+// ErrIdle: Serve returned because no test ran for its IdleTimeout.
+var ErrIdle = errors.New("idle timeout: no test came")
 
 // TestRecord is what the server saw of one test.
 type TestRecord struct {
@@ -182,6 +207,10 @@ type serverTest struct {
 func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, &Error{Code: CodeAddrInUse, Msg: "listen on " + addr, Err: err,
+			Hint: "another server is listening on " + addr + ": stop it, or listen on another port"}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -209,6 +238,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.pending = make(map[string]int)
 	s.expected = make(map[string]int)
 	s.byKey = make(map[string]streamRef)
+	ctx, s.finish = context.WithCancel(ctx)
+	defer s.finish()
+	s.startIdleLocked()
 	s.mu.Unlock()
 	s.refusals.logger = s.Logger
 
@@ -265,8 +297,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-time.After(s.ShutdownGrace + finishGrace):
 		s.Logger.Warn("shutdown: tests still running after the grace period")
 	}
+	s.mu.Lock()
+	idled := s.idledOut
+	s.mu.Unlock()
+	if err == nil && idled {
+		err = ErrIdle
+	}
 	return err
 }
+
+// startIdleLocked starts the idle timer, when there is one: it ends Serve
+// unless a test is admitted first (stopIdleLocked). Called with s.mu held.
+func (s *Server) startIdleLocked() {
+	if s.IdleTimeout <= 0 {
+		return
+	}
+	s.idleGen++
+	gen := s.idleGen
+	time.AfterFunc(s.IdleTimeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.idleGen != gen || len(s.running) > 0 || s.served {
+			return // a test came since: this timer is stale
+		}
+		// Admit nothing more (a hello racing the timer hears "going
+		// away"), then stop accepting.
+		s.idledOut, s.draining = true, true
+		s.Logger.Info("idle timeout: no test came", "idle", s.IdleTimeout.String())
+		s.finish()
+	})
+}
+
+// stopIdleLocked stops the idle timer: a test runs. Called with s.mu held.
+func (s *Server) stopIdleLocked() { s.idleGen++ }
 
 // addrKey is a connection's client address, as the limits count it.
 func addrKey(a net.Addr) string {
@@ -407,6 +470,10 @@ func (s *Server) admit(t *serverTest) error {
 	if s.draining {
 		return errorf(CodeShutdown, "try another server, or this one later", "server going away (lame duck): admitting no new tests")
 	}
+	if s.OneTest && s.served {
+		return errorf(CodeBusy, "try another server: this one (server -1) ends after the test it runs",
+			"server busy: it serves one test and has it")
+	}
 	if s.running[string(t.cookie)] != nil {
 		// iperf3's client picks the cookie: control connections that
 		// share one were each read before any was admitted. Counted as
@@ -445,6 +512,8 @@ func (s *Server) admit(t *serverTest) error {
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
+	s.served = s.OneTest
+	s.stopIdleLocked()
 	for i, k := range t.keys {
 		s.byKey[string(k)] = streamRef{t, i}
 	}
@@ -521,6 +590,12 @@ func (s *Server) release(t *serverTest) {
 	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
 	s.closeIfIdleLocked()
+	if len(s.running) == 0 {
+		s.startIdleLocked()
+	}
+	if s.OneTest {
+		s.finish() // its one test is over: accept no more
+	}
 	s.mu.Unlock()
 	s.closeLate(t)
 }
