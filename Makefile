@@ -12,8 +12,15 @@ DESTDIR ?=
 
 all: build
 
+# The commit and its date for tcpscope version, stamped by the linker:
+# Go's own VCS stamp is missing in a git worktree or with
+# GOFLAGS=-buildvcs=false (the binary prefers Go's when it has one).
+COMMIT  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +dirty)
+CDATE   := $(shell git log -1 --format=%ct 2>/dev/null)
+LDFLAGS := -X main.commit=$(COMMIT) -X main.commitDate=$(CDATE)
+
 build:
-	$(GO) build -trimpath -o $(BIN) ./cmd/tcpscope
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tcpscope
 
 # The demo. As root: a host tuned as in 2001 against a tuned one across the
 # Visible Human project's path (100 Mbit/s, 20 ms), emulated in network

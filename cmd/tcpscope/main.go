@@ -11,6 +11,10 @@ import (
 	"github.com/tcpscope/tcpscope/internal/cli"
 )
 
+// commit and commitDate are stamped by the Makefile (-ldflags -X), for
+// builds Go's own VCS stamping misses; tcpscope version prints them.
+var commit, commitDate string
+
 func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
@@ -23,7 +27,7 @@ func main() {
 		<-sigs
 		os.Exit(cli.ExitInterrupted)
 	}()
-	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.MainBuild(ctx, cli.Build{Commit: commit, Date: commitDate}, os.Args[1:], os.Stdout, os.Stderr)
 	cancel()
 	os.Exit(code)
 }

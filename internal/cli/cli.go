@@ -52,8 +52,18 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs tcpscope with args (without the program name) and returns the
 // process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return MainBuild(ctx, Build{}, args, stdout, stderr)
+}
+
+// MainBuild is Main for a binary whose main holds a linker stamp of its
+// commit (tcpscope version prints it when Go's own VCS stamp is missing).
+func MainBuild(ctx context.Context, stamp Build, args []string, stdout, stderr io.Writer) int {
 	args = iperf3Habit(args)
 	root := newRoot(ctx, args, stdout, stderr)
+	build := thisBuild(stamp)
+	root.Version = build.String()
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newVersionCmd(build, stdout))
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
