@@ -64,6 +64,7 @@ func MainBuild(ctx context.Context, stamp Build, args []string, stdout, stderr i
 	root.Version = build.String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newVersionCmd(build, stdout))
+	addCompletions(root)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {

@@ -41,6 +41,21 @@ type Reader struct {
 	Offloads func(name string) (model.Offloads, error)
 }
 
+// CongestionControls lists the congestion controls the kernel has
+// (net.ipv4.tcp_available_congestion_control), the names -C takes; none
+// when it cannot be read.
+func (r Reader) CongestionControls() []string {
+	root := r.Root
+	if root == "" {
+		root = "/"
+	}
+	b, err := os.ReadFile(filepath.Join(root, "proc/sys/net/ipv4/tcp_available_congestion_control"))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b))
+}
+
 // Read audits the host. Files the kernel lacks are skipped; only a
 // missing /proc/sys or /sys/class/net is an error.
 func (r Reader) Read(ctx context.Context) (model.HostInfo, error) {

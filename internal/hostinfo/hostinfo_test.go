@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -91,5 +92,17 @@ func TestReadThisHost(t *testing.T) {
 		if in.Loopback && !in.Offloads.OK {
 			t.Errorf("loopback's offloads not read: %+v", in)
 		}
+	}
+}
+
+// The congestion controls -C completes are the kernel's available list;
+// a host whose /proc cannot be read has none.
+func TestCongestionControls(t *testing.T) {
+	got := Reader{Root: "testdata/vm-6.18"}.CongestionControls()
+	if !slices.Equal(got, []string{"reno", "bbr", "cubic"}) {
+		t.Errorf("vm-6.18: %q", got)
+	}
+	if got := (Reader{Root: t.TempDir()}).CongestionControls(); got != nil {
+		t.Errorf("an empty root: %q", got)
 	}
 }
