@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/lab"
@@ -31,14 +33,18 @@ $B is host B's address; 'ip netns exec $NS_B CMD' runs CMD on host B.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return labShell(cmd.Context(), lf, args[0], hosts, stdout, stderr)
+			self, _ := os.Executable()
+			return labShell(cmd.Context(), lf, args[0], hosts, self, stdout, stderr)
 		},
 	}
 	cmd.Flags().StringVar(&hosts, "hosts", "stock", "host tuning of both ends")
 	return cmd
 }
 
-func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdout, stderr io.Writer) error {
+// labShell runs the lab shell; self is this program (os.Executable), whose
+// directory leads the shell's PATH so that "tcpscope test $B" finds it
+// when it is not installed.
+func labShell(ctx context.Context, lf *labFlags, pathName, hostName, self string, stdout, stderr io.Writer) error {
 	set, err := lf.load()
 	if err != nil {
 		return err
@@ -79,13 +85,12 @@ func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdo
 	if shell == "" {
 		shell = "/bin/sh"
 	}
-	self, _ := os.Executable()
 	c := pair.A.Command(context.Background(), shell)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
 	c.Env = append(os.Environ(), "A="+pair.A.Addr.String(), "B="+pair.B.Addr.String(), "NS_A="+pair.A.Name, "NS_B="+pair.B.Name,
 		"TCPSCOPE_LAB="+path.Name, "PS1=[lab "+path.Name+" A] \\w \\$ ")
 	if self != "" {
-		c.Env = append(c.Env, "TCPSCOPE="+self)
+		c.Env = append(pathFirst(c.Env, filepath.Dir(self)), "TCPSCOPE="+self)
 	}
 	err = c.Run()
 	var ee *exec.ExitError
@@ -94,4 +99,21 @@ func labShell(ctx context.Context, lf *labFlags, pathName, hostName string, stdo
 	}
 	fmt.Fprintln(stdout, "lab: taken down")
 	return nil
+}
+
+// pathFirst is env with dir first on its PATH (and no second PATH: the
+// shell would take either).
+func pathFirst(env []string, dir string) []string {
+	path := dir
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, "PATH="); ok {
+			if rest != "" {
+				path = dir + string(os.PathListSeparator) + rest
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "PATH="+path)
 }
