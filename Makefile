@@ -61,7 +61,7 @@ setup:
 	fi
 
 vet:
-	@test -z "$$(gofmt -l cmd internal bench)" || { gofmt -l cmd internal bench; echo "gofmt needed"; exit 1; }
+	@test -z "$$(gofmt -l cmd internal bench tools)" || { gofmt -l cmd internal bench tools; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 
@@ -70,8 +70,12 @@ vet:
 check: vet
 	$(GO) test -short -count=1 ./...
 
+# The first run goes through tools/testtiers: go test's own output, then
+# one line naming the tests that skipped and why (without root, the
+# namespace tier); its exit code is go test's.
 test: setup vet
-	$(GO) test -p 1 -count=1 -timeout 15m ./...
+	@mkdir -p bin && $(GO) build -o bin/testtiers ./tools/testtiers
+	bin/testtiers -go $(GO) -json bin/test.json -- -p 1 -count=1 -timeout 15m ./...
 	@# The engine again under the race detector (it needs cgo): its
 	@# loopback tier, whose concurrency is the engine's own; the namespace
 	@# tests ran above, and under the detector they would double CI's time.

@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"cmd/tcpscope":            {"internal/cli"},
 	"bench/conns":             {},
 	"bench/soak":              {},
+	"tools/testtiers":         {},
 	"internal/cli":            {"*"},
 	"internal/model":          {},
 	"internal/tcpinfo":        {"internal/model"},
