@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -65,9 +66,11 @@ func Start(exe string, args []string, logfile string, wait time.Duration) (int, 
 	if err != nil {
 		return 0, fmt.Errorf("daemon: start %s: %w", exe, err)
 	}
+	// One line: "ready", or why not. The child may keep the pipe open
+	// after it (a program it starts inherits it), so no waiting for EOF.
 	_ = r.SetReadDeadline(time.Now().Add(wait))
-	said, rerr := io.ReadAll(io.LimitReader(r, 4096))
-	line := strings.TrimSpace(string(said))
+	said, rerr := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	line := strings.TrimSpace(said)
 	if line == readyWord {
 		pid := cmd.Process.Pid
 		_ = cmd.Process.Release()
