@@ -1,0 +1,72 @@
+package iperf3
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+)
+
+var record = flag.Bool("record", false, "record stock iperf3 -J documents into testdata/stock")
+
+// stockModes are the stock iperf3 -J documents kept in testdata/stock,
+// each a 2 s loopback test between stock iperf3 3.12 client and server.
+var stockModes = []struct {
+	name string
+	args []string
+}{
+	{"tcp", nil},
+	{"reverse", []string{"-R"}},
+	{"udp", []string{"-u", "-b", "10M"}},
+	{"bidir", []string{"--bidir"}},
+}
+
+// TestRecordStockJSON re-records testdata/stock with the iperf3 on PATH
+// (or $TCPSCOPE_IPERF3): go test ./internal/iperf3 -run TestRecordStockJSON
+// -args -record, then -update to rewrite the goldens read from them.
+func TestRecordStockJSON(t *testing.T) {
+	if !*record {
+		t.Skip("records only with -args -record")
+	}
+	bin := os.Getenv("TCPSCOPE_IPERF3")
+	if bin == "" {
+		bin = "iperf3"
+	}
+	for _, m := range stockModes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		srv := exec.Command(bin, "-s", "-1", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		perftest.WaitListening(t, port)
+		out, err := exec.Command(bin, append([]string{"-c", "127.0.0.1", "-p", fmt.Sprint(port), "-J", "-t", "2"}, m.args...)...).Output()
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			srv.Process.Kill()
+			<-done
+			t.Fatalf("%s: iperf3 -s -1 did not exit", m.name)
+		}
+		if err != nil || !json.Valid(out) || bytes.Contains(out, []byte(`"error"`)) {
+			t.Fatalf("%s: iperf3 -c: %v: %.300s", m.name, err, out)
+		}
+		if err := os.WriteFile(filepath.Join("testdata", "stock", m.name+".json"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
