@@ -16,7 +16,10 @@ import (
 	"github.com/tcpscope/tcpscope/internal/report"
 )
 
-const explainHint = "give a file 'tcpscope test --json' or '--json-stream', or 'iperf3 -J', wrote"
+const (
+	explainHint = "give what 'tcpscope test --json' (or --json-stream) or 'iperf3 -J' saved"
+	failedHint  = "a test that did not finish has no results to diagnose: run it again"
+)
 
 func newExplainCmd(stdout io.Writer) *cobra.Command {
 	var (
@@ -122,7 +125,9 @@ func writeInput(w io.Writer, in *result) error {
 // lines are events, and iperf3's -J has start and end.
 func readResult(name string) (*result, error) {
 	var r io.Reader = os.Stdin
-	if name != "-" {
+	if name == "-" {
+		name = "standard input"
+	} else {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, usagef(explainHint, "%v", err)
@@ -146,6 +151,9 @@ func readResult(name string) (*result, error) {
 	switch {
 	case probe.Event != "":
 		run, err := report.ReadStream(bytes.NewReader(data))
+		if errors.Is(err, report.ErrNoEnd) {
+			return nil, usagef(failedHint, "%s: %v", name, err)
+		}
 		if err != nil {
 			return nil, usagef(explainHint, "%s: %v", name, err)
 		}
@@ -160,6 +168,9 @@ func readResult(name string) (*result, error) {
 		return nil, usagef(explainHint, "%s: a %q document, not a test result (%s)", name, probe.Schema, model.SchemaVersion)
 	case probe.Start != nil || probe.End != nil:
 		doc, err := iperf3.ReadJSON(bytes.NewReader(data))
+		if errors.Is(err, iperf3.ErrTestFailed) {
+			return nil, usagef(failedHint, "%s: %v", name, err)
+		}
 		if err != nil {
 			return nil, usagef(explainHint, "%s: %v", name, err)
 		}

@@ -17,6 +17,10 @@ import (
 // ErrNotJSONDocument says the input is not an iperf3 -J document.
 var ErrNotJSONDocument = errors.New("not an iperf3 -J document")
 
+// ErrTestFailed says the document is a failed test's: iperf3 -J wrote
+// its "error" and no results.
+var ErrTestFailed = errors.New("the iperf3 test failed")
+
 // Document is an iperf3 -J document read back: the run as tcpscope's
 // model holds it, what wrote it, and what the document does not carry.
 type Document struct {
@@ -52,7 +56,7 @@ func ReadJSON(r io.Reader) (*Document, error) {
 		return nil, fmt.Errorf("%w: it has no start and end", ErrNotJSONDocument)
 	}
 	if d.Error != "" {
-		return nil, fmt.Errorf("the iperf3 test failed: %s", d.Error)
+		return nil, fmt.Errorf("%w: %s", ErrTestFailed, d.Error)
 	}
 	if d.Start.TestStart == nil || len(d.End.Streams) == 0 {
 		return nil, errors.New("the iperf3 document has no finished test (no test_start or no end.streams)")
@@ -76,7 +80,7 @@ func decodeProblem(err error) string {
 		if typ.Field == "" {
 			return fmt.Sprintf("a JSON %s where an object was expected", typ.Value)
 		}
-		return fmt.Sprintf("field %q holds a JSON %s of another kind than expected", typ.Field, typ.Value)
+		return fmt.Sprintf("field %q is a JSON %s where iperf3 writes another kind", typ.Field, typ.Value)
 	}
 	return "not a JSON document of the kind expected"
 }

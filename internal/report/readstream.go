@@ -13,6 +13,10 @@ import (
 // ErrNotStream says the input is not a --json-stream of tcpscope's.
 var ErrNotStream = errors.New("not a tcpscope --json-stream")
 
+// ErrNoEnd says a stream has no end event: the test failed before it
+// began, or the stream was cut short.
+var ErrNoEnd = errors.New("no end event")
+
 // ReadStream rebuilds a run from the events Stream wrote: the end
 // event's run, with each end's intervals from the interval events (the
 // end event leaves them out, they were streamed). A stream without its
@@ -64,9 +68,9 @@ func ReadStream(r io.Reader) (*model.Run, error) {
 	case events == 0:
 		return nil, fmt.Errorf("%w: it holds no event", ErrNotStream)
 	case end == nil && fail != nil:
-		return nil, fmt.Errorf("the test failed before it ended (%s): %s", fail.Code, fail.Message)
+		return nil, fmt.Errorf("%w: the test failed (%s): %s", ErrNoEnd, fail.Code, fail.Message)
 	case end == nil:
-		return nil, errors.New("the event stream stops before the test's end event: it was cut short")
+		return nil, fmt.Errorf("%w: the stream stops before the test ended", ErrNoEnd)
 	}
 	end.Client.Intervals, end.Remote.Intervals = client, server
 	return end, nil
