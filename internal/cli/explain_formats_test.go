@@ -37,19 +37,20 @@ func goldenFile(t *testing.T, name string, got []byte) {
 	}
 }
 
-// Stock iperf3 3.12 -J documents (recorded on loopback: TCP, -R, UDP,
-// --bidir; internal/iperf3's TestRecordStockJSON re-records them)
+// Stock iperf3 3.12 -J documents (recorded on loopback: the client's of
+// TCP, -R, UDP and --bidir tests, the server's of TCP and -R;
+// internal/iperf3's TestRecordStockJSON re-records them)
 // explained: golden text and JSON. What the document lacks is said, and
 // a TCP run whose kernels are not in it is never called healthy.
 func TestExplainStockIperf3(t *testing.T) {
-	for _, name := range []string{"tcp", "reverse", "udp", "bidir"} {
+	for _, name := range []string{"tcp", "reverse", "udp", "bidir", "server-tcp", "server-reverse"} {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join("..", "iperf3", "testdata", "stock", name+".json")
 			code, out, errOut := runExplain(t, file, "-V")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			if !strings.HasPrefix(out, "read: iperf3 -J (iperf 3.12, the client's document): ") || !strings.Contains(out, "not in this result:\n  - ") {
+			if !strings.HasPrefix(out, "read: iperf3 -J (iperf 3.12, the ") || !strings.Contains(out, "not in this result:\n  - ") {
 				t.Errorf("explain does not say what it read and what it lacks:\n%s", out)
 			}
 			goldenFile(t, filepath.Join("explain", name+".txt"), []byte(out))

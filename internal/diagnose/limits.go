@@ -797,12 +797,12 @@ func senderUnknown(v *view) model.Finding {
 // says so and shows what the result does hold, never "healthy".
 func notJudged(v *view, run *model.Run) model.Finding {
 	f := model.Finding{ID: "not-judged", Layer: model.LayerTransport, Severity: model.Info, Confidence: model.Low}
-	got := "what arrived is not known"
+	why := "what held the sender back (the path, loss, a window, a buffer or an application) cannot be told"
+	f.Summary = "Not judged: neither what arrived nor either end's kernel TCP state is in this result, so " + why + "."
 	if v.receivedOK {
-		got = rate(v.goodput) + " arrived"
+		f.Summary = fmt.Sprintf("Not judged: %s arrived, but neither end's kernel TCP state is in this result, so %s.", rate(v.goodput), why)
 		f.Evidence = append(f.Evidence, goodputEvidence(v))
 	}
-	f.Summary = fmt.Sprintf("Not judged: %s, but neither end's kernel TCP state is in this result, so what held the sender back (the path, loss, a window, a buffer or an application) cannot be told.", got)
 	f.Explanation = "tcpscope's rules compare the two kernels' accounts of each connection: the receiver's window and unread bytes, the sender's limited-by times, minimum RTT, losses in bytes and delivery rate. A result without them, such as iperf3's -J, shows the rate but not its cause."
 	if n, ok := v.sum.RetransSegs.Get(); ok {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "segments the sender retransmitted (its own report)", Value: fmt.Sprint(n), Source: v.source(model.Sender)})

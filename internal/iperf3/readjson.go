@@ -317,7 +317,18 @@ func (c *converter) ends() {
 	host.Version = c.d.Start.Version
 	host.Kernel = kernelOf(c.d.Start.SystemInfo)
 	host.NoKernelState, peer.NoKernelState = true, true
-	host.CPU, peer.CPU = cpuUse(c.d.End.CPU, "host_"), cpuUse(c.d.End.CPU, "remote_")
+	host.CPU = cpuUse(c.d.End.CPU, "host_")
+	if c.host == model.ServerSide {
+		// iperf3 -s writes zeros for the client's account: its CPU,
+		// its bytes, its retransmissions. Absent, not zero.
+		if cc := c.d.End.SenderTCPCongestion; cc != "" {
+			host.Congestion = cc
+		} else {
+			host.Congestion = c.d.End.ReceiverTCPCongestion
+		}
+		return
+	}
+	peer.CPU = cpuUse(c.d.End.CPU, "remote_")
 	if !c.run.Config.IsUDP() {
 		// iperf3 names the algorithm of the end that sends and of the
 		// one that receives; in -R and --bidir the server sends (the
@@ -384,6 +395,12 @@ func (c *converter) totals() error {
 		}
 		id := c.ids[st.Sender.Socket]
 		snd, rcv := c.roleEnds(id)
+		if c.known(id, model.Receiver) {
+			rcv.Totals = append(rcv.Totals, total(id, model.Receiver, st.Receiver))
+		}
+		if !c.known(id, model.Sender) {
+			continue
+		}
 		t := total(id, model.Sender, st.Sender)
 		if n := st.Sender.Retransmits; n != nil && *n >= 0 {
 			t.RetransSegs = model.Some(uint32(*n))
@@ -399,9 +416,16 @@ func (c *converter) totals() error {
 			t.MaxRTT = positive(st.Sender.MaxRTT, time.Microsecond)
 		}
 		snd.Totals = append(snd.Totals, t)
-		rcv.Totals = append(rcv.Totals, total(id, model.Receiver, st.Receiver))
 	}
 	return nil
+}
+
+// known reports whether the document holds role's account of stream
+// id: the writing end's own always; the peer's only in a client's
+// document (iperf3 -c gets the server's results; iperf3 -s writes
+// zeros for the client's).
+func (c *converter) known(id int, role model.Role) bool {
+	return c.host == model.ClientSide || c.hostSends[id] == (role == model.Sender)
 }
 
 // positive is *p in unit when it is above 0, else absent.
@@ -432,9 +456,13 @@ func total(id int, role model.Role, h *jSpan) model.StreamTotal {
 func (c *converter) udpTotals(u *jSpan, perDir map[model.Direction]int) {
 	id := c.ids[u.Socket]
 	snd, rcv := c.roleEnds(id)
-	t := total(id, model.Sender, u)
-	snd.Totals = append(snd.Totals, t)
+	if c.known(id, model.Sender) {
+		snd.Totals = append(snd.Totals, total(id, model.Sender, u))
+	}
 	dir := c.run.Streams[id].Direction
+	if !c.known(id, model.Receiver) {
+		return
+	}
 	sum := c.sumReceived(dir)
 	if perDir[dir] != 1 || sum == nil || sum.Bytes == nil {
 		return
@@ -498,14 +526,19 @@ func (c *converter) pick(d model.Direction, first, reverse *jSpan) *jSpan {
 func (c *converter) sums() {
 	for i := range c.run.Summary {
 		sum := &c.run.Summary[i]
-		if s := c.sumSent(sum.Direction); s != nil && s.Bytes != nil {
+		ids := c.run.StreamIDs(sum.Direction)
+		var id int
+		for id = range ids {
+			break
+		}
+		if s := c.sumSent(sum.Direction); s != nil && s.Bytes != nil && c.known(id, model.Sender) {
 			sum.SenderBytes = model.Some(model.Bytes(*s.Bytes))
 			sum.SenderRate = model.Some(model.RateOf(model.Bytes(*s.Bytes), s.span().Seconds()))
 			if n := s.Retransmits; n != nil && *n >= 0 && !c.run.Config.IsUDP() {
 				sum.RetransSegs = model.Some(uint32(*n))
 			}
 		}
-		if r := c.sumReceived(sum.Direction); r != nil && r.Bytes != nil && r.span() > 0 {
+		if r := c.sumReceived(sum.Direction); r != nil && r.Bytes != nil && r.span() > 0 && c.known(id, model.Receiver) {
 			sum.ReceiverBytes, sum.Duration, sum.FromAcks = model.Some(model.Bytes(*r.Bytes)), model.Some(r.span()), r.FromAcks
 			sum.Goodput = model.Some(model.RateOf(model.Bytes(*r.Bytes), r.span().Seconds()))
 			if c.run.Config.IsUDP() {
@@ -591,12 +624,11 @@ func (c *converter) lacks() []string {
 	if own {
 		out = append(out, "Of the sender's kernel it has only snd_cwnd, rtt and retransmits per interval (no MSS, minimum RTT, bytes retransmitted, delivery or pacing rate): the loss, queue, path-MTU and bottleneck rules could not run.")
 	}
-	if peer {
-		who := "the server"
-		if c.host == model.ServerSide {
-			who = "the client"
-		}
-		out = append(out, fmt.Sprintf("Where %s sent, the document has only its byte counts and retransmissions: nothing of its kernel.", who))
+	switch {
+	case c.host == model.ServerSide:
+		out = append(out, "iperf3 -s writes zeros for the client's own account (what it sent or received, its retransmissions and CPU): left out here, not read as zero.")
+	case peer:
+		out = append(out, "Where the server sent, the document has only its byte counts and retransmissions: nothing of its kernel.")
 	}
 	return out
 }

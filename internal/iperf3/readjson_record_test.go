@@ -19,14 +19,18 @@ var record = flag.Bool("record", false, "record stock iperf3 -J documents into t
 
 // stockModes are the stock iperf3 -J documents kept in testdata/stock,
 // each a 2 s loopback test between stock iperf3 3.12 client and server.
+// The server-* ones are iperf3 -s -J's document of the test instead.
 var stockModes = []struct {
-	name string
-	args []string
+	name   string
+	args   []string
+	server bool
 }{
-	{"tcp", nil},
-	{"reverse", []string{"-R"}},
-	{"udp", []string{"-u", "-b", "10M"}},
-	{"bidir", []string{"--bidir"}},
+	{"tcp", nil, false},
+	{"reverse", []string{"-R"}, false},
+	{"udp", []string{"-u", "-b", "10M"}, false},
+	{"bidir", []string{"--bidir"}, false},
+	{"server-tcp", nil, true},
+	{"server-reverse", []string{"-R"}, true},
 }
 
 // TestRecordStockJSON re-records testdata/stock with the iperf3 on PATH
@@ -47,7 +51,9 @@ func TestRecordStockJSON(t *testing.T) {
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		srv := exec.Command(bin, "-s", "-1", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+		srv := exec.Command(bin, "-s", "-1", "-J", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+		var srvOut bytes.Buffer
+		srv.Stdout = &srvOut
 		if err := srv.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -64,6 +70,12 @@ func TestRecordStockJSON(t *testing.T) {
 		}
 		if err != nil || !json.Valid(out) || bytes.Contains(out, []byte(`"error"`)) {
 			t.Fatalf("%s: iperf3 -c: %v: %.300s", m.name, err, out)
+		}
+		if m.server {
+			out = srvOut.Bytes()
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%s: not JSON: %.300s", m.name, out)
 		}
 		if err := os.WriteFile(filepath.Join("testdata", "stock", m.name+".json"), out, 0o644); err != nil {
 			t.Fatal(err)

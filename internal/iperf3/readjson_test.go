@@ -40,14 +40,19 @@ func TestReadStockJSON(t *testing.T) {
 			json.Unmarshal(b, &raw)
 			end := raw["end"].(map[string]any)
 			run := doc.Run
-			if doc.Writer != "iperf 3.12" || doc.Side != model.ClientSide || len(doc.Lacks) == 0 {
+			side := model.ClientSide
+			if m.server {
+				side = model.ServerSide
+			}
+			if doc.Writer != "iperf 3.12" || doc.Side != side || len(doc.Lacks) == 0 {
 				t.Errorf("writer %q, side %s, lacks %q", doc.Writer, doc.Side, doc.Lacks)
 			}
 			if !run.Client.NoKernelState || !run.Remote.NoKernelState || len(run.Client.Intervals)+len(run.Remote.Intervals) != 0 {
 				t.Error("an end has kernel state or intervals the document does not carry")
 			}
 			for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
-				if e.CPU == nil || e.CPU.Total <= 0 {
+				// iperf3 -s writes zeros for the client's CPU.
+				if known := !m.server || e.Side == model.ServerSide; known != (e.CPU != nil) || known && e.CPU.Total <= 0 {
 					t.Errorf("%s: CPU %+v", e.Side, e.CPU)
 				}
 				for _, tot := range e.Totals {
@@ -59,14 +64,29 @@ func TestReadStockJSON(t *testing.T) {
 					}
 				}
 			}
-			// The headline is the document's sums, byte for byte.
+			// The headline is the document's sums, byte for byte, where
+			// the writing end's account is in them.
 			recv := end["sum_received"].(map[string]any)["bytes"].(float64)
+			sent := end["sum_sent"].(map[string]any)["bytes"].(float64)
 			first := run.Summary[0]
 			if m.name == "reverse" {
 				first = run.Summary[len(run.Summary)-1]
 			}
-			if float64(first.ReceiverBytes.V) != recv || !first.Goodput.OK || first.FromAcks {
-				t.Errorf("received %v, the document %v", first.ReceiverBytes, recv)
+			switch m.name {
+			case "server-tcp":
+				// The server received; iperf3 -s writes 0 for what the
+				// client sent.
+				if float64(first.ReceiverBytes.V) != recv || first.SenderBytes.OK || first.RetransSegs.OK || sent != 0 {
+					t.Errorf("server's document: %+v; sums %v %v", first, sent, recv)
+				}
+			case "server-reverse":
+				if float64(first.SenderBytes.V) != sent || first.ReceiverBytes.OK || first.Goodput.OK || recv != 0 || !run.Remote.Totals[0].MaxCwnd.OK {
+					t.Errorf("server's document: %+v; sums %v %v", first, sent, recv)
+				}
+			default:
+				if float64(first.ReceiverBytes.V) != recv || float64(first.SenderBytes.V) != sent || !first.Goodput.OK || first.FromAcks {
+					t.Errorf("received %v and sent %v, the document %v and %v", first.ReceiverBytes, first.SenderBytes, recv, sent)
+				}
 			}
 			if first.MinRTT.OK || first.LossRate.OK && m.name != "udp" {
 				t.Errorf("figures iperf3 does not measure: min RTT %v, loss %v", first.MinRTT, first.LossRate)
