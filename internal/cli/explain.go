@@ -37,7 +37,8 @@ findings every time. It reads:
 
   tcpscope test --json          both ends' kernels: every rule runs
   tcpscope test --json-stream   the same, rebuilt from the events
-  iperf3 -J (stock iperf3, or tcpscope's -f iperf3-json)
+  iperf3 -J or --json-stream (stock iperf3's, client or server,
+  or tcpscope's -f iperf3-json)
                                 bytes, times, retransmissions, CPU and the
                                 sender's cwnd and RTT only: explain says
                                 what the document lacks and which rules
@@ -149,6 +150,9 @@ func readResult(name string) (*result, error) {
 		return nil, usagef(explainHint, "%s: not a test result: %s", name, jsonProblem(err))
 	}
 	switch {
+	case probe.Event != "" && probe.Schema == "":
+		doc, err := iperf3.ReadJSONStream(bytes.NewReader(data))
+		return iperf3Result(name, doc, err, "iperf3 --json-stream")
 	case probe.Event != "":
 		run, err := report.ReadStream(bytes.NewReader(data))
 		if errors.Is(err, report.ErrNoEnd) {
@@ -168,15 +172,20 @@ func readResult(name string) (*result, error) {
 		return nil, usagef(explainHint, "%s: a %q document, not a test result (%s)", name, probe.Schema, model.SchemaVersion)
 	case probe.Start != nil || probe.End != nil:
 		doc, err := iperf3.ReadJSON(bytes.NewReader(data))
-		if errors.Is(err, iperf3.ErrTestFailed) {
-			return nil, usagef(failedHint, "%s: %v", name, err)
-		}
-		if err != nil {
-			return nil, usagef(explainHint, "%s: %v", name, err)
-		}
-		return &result{run: doc.Run, input: fmt.Sprintf("iperf3 -J (%s, the %s's document)", doc.Writer, doc.Side), lacks: doc.Lacks}, nil
+		return iperf3Result(name, doc, err, "iperf3 -J")
 	}
 	return nil, usagef(explainHint, "%s: a JSON document of another kind: neither tcpscope's result nor iperf3's -J", name)
+}
+
+// iperf3Result is an iperf3 document read as kind, or the error.
+func iperf3Result(name string, doc *iperf3.Document, err error, kind string) (*result, error) {
+	if errors.Is(err, iperf3.ErrTestFailed) {
+		return nil, usagef(failedHint, "%s: %v", name, err)
+	}
+	if err != nil {
+		return nil, usagef(explainHint, "%s: %v", name, err)
+	}
+	return &result{run: doc.Run, input: fmt.Sprintf("%s (%s, the %s's document)", kind, doc.Writer, doc.Side), lacks: doc.Lacks}, nil
 }
 
 // summarized checks that a tcpscope run has a summary to diagnose.

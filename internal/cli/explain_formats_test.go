@@ -38,12 +38,13 @@ func goldenFile(t *testing.T, name string, got []byte) {
 }
 
 // Stock iperf3 3.12 -J documents (recorded on loopback: the client's of
-// TCP, -R, UDP and --bidir tests, the server's of TCP and -R;
+// TCP, -R, UDP and --bidir tests, the server's of TCP and -R, a client
+// stopped by Ctrl-C;
 // internal/iperf3's TestRecordStockJSON re-records them)
 // explained: golden text and JSON. What the document lacks is said, and
 // a TCP run whose kernels are not in it is never called healthy.
 func TestExplainStockIperf3(t *testing.T) {
-	for _, name := range []string{"tcp", "reverse", "udp", "bidir", "server-tcp", "server-reverse"} {
+	for _, name := range []string{"tcp", "reverse", "udp", "bidir", "server-tcp", "server-reverse", "interrupted"} {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join("..", "iperf3", "testdata", "stock", name+".json")
 			code, out, errOut := runExplain(t, file, "-V")

@@ -52,16 +52,66 @@ func ReadJSON(r io.Reader) (*Document, error) {
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrNotJSONDocument, decodeProblem(err))
 	}
+	return d.read()
+}
+
+// read checks that d is a finished test's document and converts it.
+func (d *jDoc) read() (*Document, error) {
+	finished := d.Start != nil && d.Start.TestStart != nil && d.End != nil && len(d.End.Streams) > 0
+	if d.Error != "" && !finished && (d.Start != nil || d.End != nil) {
+		return nil, fmt.Errorf("%w: %s", ErrTestFailed, d.Error)
+	}
 	if d.Start == nil || d.End == nil {
 		return nil, fmt.Errorf("%w: it has no start and end", ErrNotJSONDocument)
-	}
-	if d.Error != "" {
-		return nil, fmt.Errorf("%w: %s", ErrTestFailed, d.Error)
 	}
 	if d.Start.TestStart == nil || len(d.End.Streams) == 0 {
 		return nil, errors.New("the iperf3 document has no finished test (no test_start or no end.streams)")
 	}
 	return d.convert()
+}
+
+// ReadJSONStream reads iperf3's --json-stream output (iperf3 3.17 and
+// later: one {"event": ..., "data": ...} per line, "start", "interval"
+// and "end" holding what -J's document holds) as ReadJSON reads the
+// document.
+func ReadJSONStream(r io.Reader) (*Document, error) {
+	var d jDoc
+	dec := json.NewDecoder(r)
+	for n := 1; ; n++ {
+		var ev struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		err := dec.Decode(&ev)
+		if errors.Is(err, io.EOF) && n > 1 {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: event %d: %s", ErrNotJSONDocument, n, decodeProblem(err))
+		}
+		var dst any
+		switch ev.Event {
+		case "start":
+			dst = &d.Start
+		case "end":
+			dst = &d.End
+		case "error":
+			// A string; kept as written if a later iperf3 sends more.
+			if json.Unmarshal(ev.Data, &d.Error) != nil {
+				d.Error = string(ev.Data)
+			}
+			continue
+		case "interval":
+			d.Intervals = append(d.Intervals, jInterval{})
+			dst = &d.Intervals[len(d.Intervals)-1]
+		default:
+			continue // server_output_text and events to come
+		}
+		if err := json.Unmarshal(ev.Data, dst); err != nil {
+			return nil, fmt.Errorf("%w: the %s event: %s", ErrNotJSONDocument, ev.Event, decodeProblem(err))
+		}
+	}
+	return d.read()
 }
 
 // decodeProblem says in plain words why a JSON document did not decode,
@@ -202,6 +252,11 @@ type converter struct {
 	hostSends map[int]bool
 	// byTcpscope: tcpscope's -f iperf3-json wrote the document.
 	byTcpscope bool
+	// peerMissing: the document has no account of the peer's, only
+	// zeros where it would be: iperf3 -s writes none of the client's,
+	// and a client interrupted before the results exchange has none
+	// of the server's.
+	peerMissing bool
 }
 
 func (d *jDoc) convert() (*Document, error) {
@@ -211,6 +266,7 @@ func (d *jDoc) convert() (*Document, error) {
 	if s.ConnectingTo == nil && s.AcceptedConnection != nil {
 		c.host = model.ServerSide
 	}
+	c.peerMissing = c.host == model.ServerSide || d.Error != ""
 	c.config()
 	if err := c.streams(); err != nil {
 		return nil, err
@@ -222,6 +278,11 @@ func (d *jDoc) convert() (*Document, error) {
 	c.run.Summary = model.Summarize(c.run)
 	c.sums()
 	c.run.Ended = "complete"
+	if d.Error != "" {
+		// Results with an error: iperf3 was stopped mid-test (its
+		// "interrupt - the client has terminated").
+		c.run.Ended = "interrupted"
+	}
 	return &Document{Run: c.run, Writer: s.Version, Side: c.host, Lacks: c.lacks()}, nil
 }
 
@@ -318,9 +379,9 @@ func (c *converter) ends() {
 	host.Kernel = kernelOf(c.d.Start.SystemInfo)
 	host.NoKernelState, peer.NoKernelState = true, true
 	host.CPU = cpuUse(c.d.End.CPU, "host_")
-	if c.host == model.ServerSide {
-		// iperf3 -s writes zeros for the client's account: its CPU,
-		// its bytes, its retransmissions. Absent, not zero.
+	if c.peerMissing {
+		// iperf3 writes zeros for the missing peer's account: its
+		// CPU, its bytes, its retransmissions. Absent, not zero.
 		if cc := c.d.End.SenderTCPCongestion; cc != "" {
 			host.Congestion = cc
 		} else {
@@ -421,11 +482,11 @@ func (c *converter) totals() error {
 }
 
 // known reports whether the document holds role's account of stream
-// id: the writing end's own always; the peer's only in a client's
-// document (iperf3 -c gets the server's results; iperf3 -s writes
-// zeros for the client's).
+// id: the writing end's own always; the peer's only in a finished
+// client's document (iperf3 -c gets the server's results; iperf3 -s,
+// and a client stopped before the exchange, write zeros for them).
 func (c *converter) known(id int, role model.Role) bool {
-	return c.host == model.ClientSide || c.hostSends[id] == (role == model.Sender)
+	return !c.peerMissing || c.hostSends[id] == (role == model.Sender)
 }
 
 // positive is *p in unit when it is above 0, else absent.
@@ -601,6 +662,14 @@ func (c *converter) lastRTT(d model.Direction) (time.Duration, bool) {
 	return sum / time.Duration(want), true
 }
 
+// other names the end that did not write the document.
+func (c *converter) other() model.Side {
+	if c.host == model.ServerSide {
+		return model.ClientSide
+	}
+	return model.ServerSide
+}
+
 // lacks says what the document does not carry, and which rules could
 // not run for it.
 func (c *converter) lacks() []string {
@@ -625,6 +694,8 @@ func (c *converter) lacks() []string {
 		out = append(out, "Of the sender's kernel it has only snd_cwnd, rtt and retransmits per interval (no MSS, minimum RTT, bytes retransmitted, delivery or pacing rate): the loss, queue, path-MTU and bottleneck rules could not run.")
 	}
 	switch {
+	case c.d.Error != "":
+		out = append(out, fmt.Sprintf("iperf3 stopped mid-test (%q) before the ends exchanged results: the %s's account is missing (its zeros are left out, not read as zero).", c.d.Error, c.other()))
 	case c.host == model.ServerSide:
 		out = append(out, "iperf3 -s writes zeros for the client's own account (what it sent or received, its retransmissions and CPU): left out here, not read as zero.")
 	case peer:

@@ -19,18 +19,21 @@ var record = flag.Bool("record", false, "record stock iperf3 -J documents into t
 
 // stockModes are the stock iperf3 -J documents kept in testdata/stock,
 // each a 2 s loopback test between stock iperf3 3.12 client and server.
-// The server-* ones are iperf3 -s -J's document of the test instead.
+// The server-* ones are iperf3 -s -J's document of the test instead;
+// interrupted is a 5 s test's client stopped by SIGINT after 1.5 s.
 var stockModes = []struct {
-	name   string
-	args   []string
-	server bool
+	name      string
+	args      []string
+	server    bool
+	interrupt bool
 }{
-	{"tcp", nil, false},
-	{"reverse", []string{"-R"}, false},
-	{"udp", []string{"-u", "-b", "10M"}, false},
-	{"bidir", []string{"--bidir"}, false},
-	{"server-tcp", nil, true},
-	{"server-reverse", []string{"-R"}, true},
+	{"tcp", nil, false, false},
+	{"reverse", []string{"-R"}, false, false},
+	{"udp", []string{"-u", "-b", "10M"}, false, false},
+	{"bidir", []string{"--bidir"}, false, false},
+	{"server-tcp", nil, true, false},
+	{"server-reverse", []string{"-R"}, true, false},
+	{"interrupted", []string{"-t", "5"}, false, true},
 }
 
 // TestRecordStockJSON re-records testdata/stock with the iperf3 on PATH
@@ -58,7 +61,17 @@ func TestRecordStockJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 		perftest.WaitListening(t, port)
-		out, err := exec.Command(bin, append([]string{"-c", "127.0.0.1", "-p", fmt.Sprint(port), "-J", "-t", "2"}, m.args...)...).Output()
+		cl := exec.Command(bin, append([]string{"-c", "127.0.0.1", "-p", fmt.Sprint(port), "-J", "-t", "2"}, m.args...)...)
+		if m.interrupt {
+			// Recording, not testing: a Ctrl-C mid-test is what is
+			// recorded, and any moment after the first interval does.
+			t := time.AfterFunc(1500*time.Millisecond, func() { cl.Process.Signal(os.Interrupt) })
+			defer t.Stop()
+		}
+		out, err := cl.Output()
+		if m.interrupt && bytes.Contains(out, []byte(`"interrupt - the client has terminated"`)) {
+			err = nil
+		}
 		done := make(chan error, 1)
 		go func() { done <- srv.Wait() }()
 		select {
@@ -68,7 +81,7 @@ func TestRecordStockJSON(t *testing.T) {
 			<-done
 			t.Fatalf("%s: iperf3 -s -1 did not exit", m.name)
 		}
-		if err != nil || !json.Valid(out) || bytes.Contains(out, []byte(`"error"`)) {
+		if err != nil || !json.Valid(out) || !m.interrupt && bytes.Contains(out, []byte(`"error"`)) {
 			t.Fatalf("%s: iperf3 -c: %v: %.300s", m.name, err, out)
 		}
 		if m.server {

@@ -51,8 +51,9 @@ func TestReadStockJSON(t *testing.T) {
 				t.Error("an end has kernel state or intervals the document does not carry")
 			}
 			for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
-				// iperf3 -s writes zeros for the client's CPU.
-				if known := !m.server || e.Side == model.ServerSide; known != (e.CPU != nil) || known && e.CPU.Total <= 0 {
+				// iperf3 -s writes zeros for the client's CPU, and an
+				// interrupted client for the server's.
+				if known := !m.server && !m.interrupt || e.Side == side; known != (e.CPU != nil) || known && e.CPU.Total <= 0 {
 					t.Errorf("%s: CPU %+v", e.Side, e.CPU)
 				}
 				for _, tot := range e.Totals {
@@ -78,6 +79,12 @@ func TestReadStockJSON(t *testing.T) {
 				// client sent.
 				if float64(first.ReceiverBytes.V) != recv || first.SenderBytes.OK || first.RetransSegs.OK || sent != 0 {
 					t.Errorf("server's document: %+v; sums %v %v", first, sent, recv)
+				}
+			case "interrupted":
+				// Stopped before the results exchange: iperf3 writes 0
+				// for what the server received.
+				if float64(first.SenderBytes.V) != sent || first.ReceiverBytes.OK || first.Goodput.OK || recv != 0 || run.Ended != "interrupted" || len(run.Remote.Totals) != 0 {
+					t.Errorf("interrupted: %+v, ended %q; sums %v %v", first, run.Ended, sent, recv)
 				}
 			case "server-reverse":
 				if float64(first.SenderBytes.V) != sent || first.ReceiverBytes.OK || first.Goodput.OK || recv != 0 || !run.Remote.Totals[0].MaxCwnd.OK {
@@ -171,5 +178,47 @@ func TestReadJSONRefuses(t *testing.T) {
 		if strings.Contains(want, "failed") == errors.Is(err, ErrNotJSONDocument) && !strings.Contains(want, "finished") {
 			t.Errorf("%q: ErrNotJSONDocument is %v", in, errors.Is(err, ErrNotJSONDocument))
 		}
+	}
+}
+
+// iperf3's --json-stream (3.17 and later; one event per line) reads as
+// the document: here a stream assembled from a recorded 3.12 document's
+// start, intervals and end, as 3.17 writes them.
+func TestReadJSONStream(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "stock", "bidir.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Start     json.RawMessage   `json:"start"`
+		Intervals []json.RawMessage `json:"intervals"`
+		End       json.RawMessage   `json:"end"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var stream bytes.Buffer
+	enc := json.NewEncoder(&stream)
+	event := func(name string, data json.RawMessage) {
+		enc.Encode(map[string]any{"event": name, "data": data})
+	}
+	event("start", doc.Start)
+	for _, iv := range doc.Intervals {
+		event("interval", iv)
+	}
+	event("end", doc.End)
+	got, err := ReadJSONStream(&stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := readDoc(t, filepath.Join("stock", "bidir.json"))
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if !bytes.Equal(g, w) {
+		t.Errorf("the stream reads as another run:\n%s\n%s", g, w)
+	}
+	_, err = ReadJSONStream(strings.NewReader(`{"event":"start","data":{}}` + "\n" + `{"event":"error","data":"unable to connect to server"}` + "\n"))
+	if !errors.Is(err, ErrTestFailed) {
+		t.Errorf("a failed test's stream: %v", err)
 	}
 }
