@@ -681,7 +681,7 @@ func (c *converter) lacks() []string {
 		out = append(out, "iperf3's -J carries no receive-buffer drops (SO_RXQ_OVFL): loss in the receiving host's socket cannot be told from loss on the path.")
 		return out
 	}
-	out = append(out, "iperf3's -J carries no receiver kernel state and no limited-by times: the receive-window, send-buffer, slow-reader and sending-application rules could not run.")
+	out = append(out, "iperf3's -J carries no receiver kernel state and no limited-by times: the receive-window, send-buffer and slow-reader rules could not run, nor the sending-application rule beyond -b.")
 	own, peer := false, false
 	for _, st := range c.run.Streams {
 		if c.hostSends[st.ID] {

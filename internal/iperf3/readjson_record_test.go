@@ -15,7 +15,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
 
-var record = flag.Bool("record", false, "record stock iperf3 -J documents into testdata/stock")
+var recordStock = flag.Bool("record", false, "record stock iperf3 -J documents into testdata/stock")
 
 // stockModes are the stock iperf3 -J documents kept in testdata/stock,
 // each a 2 s loopback test between stock iperf3 3.12 client and server.
@@ -28,6 +28,7 @@ var stockModes = []struct {
 	interrupt bool
 }{
 	{"tcp", nil, false, false},
+	{"tcp-paced", []string{"-b", "100M"}, false, false},
 	{"reverse", []string{"-R"}, false, false},
 	{"udp", []string{"-u", "-b", "10M"}, false, false},
 	{"bidir", []string{"--bidir"}, false, false},
@@ -40,7 +41,7 @@ var stockModes = []struct {
 // (or $TCPSCOPE_IPERF3): go test ./internal/iperf3 -run TestRecordStockJSON
 // -args -record, then -update to rewrite the goldens read from them.
 func TestRecordStockJSON(t *testing.T) {
-	if !*record {
+	if !*recordStock {
 		t.Skip("records only with -args -record")
 	}
 	bin := os.Getenv("TCPSCOPE_IPERF3")
