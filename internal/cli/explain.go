@@ -161,13 +161,19 @@ func readResult(name string) (*result, error) {
 		if err != nil {
 			return nil, usagef(explainHint, "%s: %v", name, err)
 		}
-		return &result{run: run, input: "tcpscope --json-stream"}, summarized(name, run)
+		if err := summarized(name, run); err != nil {
+			return nil, err
+		}
+		return &result{run: run, input: "tcpscope --json-stream"}, nil
 	case probe.Schema == model.SchemaVersion:
 		var run model.Run
 		if err := json.Unmarshal(data, &run); err != nil {
 			return nil, usagef(explainHint, "%s: not a readable tcpscope result: %s", name, jsonProblem(err))
 		}
-		return &result{run: &run}, summarized(name, &run)
+		if err := summarized(name, &run); err != nil {
+			return nil, err
+		}
+		return &result{run: &run}, nil
 	case probe.Schema != "":
 		return nil, usagef(explainHint, "%s: a %q document, not a test result (%s)", name, probe.Schema, model.SchemaVersion)
 	case probe.Start != nil || probe.End != nil:
