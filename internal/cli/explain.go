@@ -52,7 +52,7 @@ Input of another kind is refused with exit status 2.`,
   tcpscope explain iperf3.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("tcpscope explain RESULT.json", "explain needs one saved result, got %d arguments", len(args))
+				return usagef("tcpscope explain RESULT", "explain needs one saved result, got %d arguments", len(args))
 			}
 			return nil
 		},
