@@ -34,21 +34,21 @@ func addCompletions(root *cobra.Command) {
 		}
 		return names
 	})
-	flag(root, "test", "congestion", cc)
-	flag(root, "diagnose", "congestion", cc)
-	flag(root, "lab run", "congestion", cc)
-	flag(root, "lab run", "path", paths)
-	flag(root, "lab run", "hosts", hosts)
-	flag(root, "lab shell", "hosts", hosts)
-	flag(root, "watch", "netns", fixed(sockdiag.NamespaceNames))
-	flag(root, "test", "format", fixed(rateFormats))
+	completeFlag(root, "test", "congestion", cc)
+	completeFlag(root, "diagnose", "congestion", cc)
+	completeFlag(root, "lab run", "congestion", cc)
+	completeFlag(root, "lab run", "path", paths)
+	completeFlag(root, "lab run", "hosts", hosts)
+	completeFlag(root, "lab shell", "hosts", hosts)
+	completeFlag(root, "watch", "netns", fixed(sockdiag.NamespaceNames))
+	completeFlag(root, "test", "format", fixed(rateFormats))
 	args(root, "lab run", fixed(experimentNames))
 	args(root, "lab shell", paths)
 }
 
 // flag completes the flag name of the command at path (words after
 // "tcpscope"), if both exist: a command another file drops is no error.
-func flag(root *cobra.Command, path, name string, f completeFunc) {
+func completeFlag(root *cobra.Command, path, name string, f completeFunc) {
 	if c := find(root, path); c != nil && c.Flags().Lookup(name) != nil {
 		_ = c.RegisterFlagCompletionFunc(name, f)
 	}

@@ -17,7 +17,8 @@ var update = flag.Bool("update", false, "rewrite the golden findings")
 // TestRecorded diagnoses runs recorded in the lab and on loopback
 // (testdata/ID.json by internal/lab/experiment's TestScenarios -record,
 // testdata/ID.VARIANT.json by its TestServedIperf3 -record or saved from
-// tcpscope test --json) and
+// tcpscope test --json; ID.iperf3-*.json are what iperf3.ReadJSON made of
+// stock iperf3 -J documents, internal/iperf3/testdata/stock) and
 // compares the findings with the .golden.json beside each; -update
 // rewrites them. Each recording is named after the finding it must
 // produce.
@@ -314,6 +315,46 @@ func TestBlackHoleFromAcks(t *testing.T) {
 		if strings.Contains(f.Summary, "0 bit/s") || strings.Contains(f.Summary, "no data arrived") {
 			t.Errorf("%s reads an unknown as zero: %s", f.ID, f.Summary)
 		}
+	}
+}
+
+// TestNoKernelNotHealthy: a run neither of whose kernels was read (what
+// an iperf3 -J document holds: bytes, times, the sender's
+// retransmissions) is not-judged, never the bottleneck's "healthy" nor
+// any rule reading absent counters as zeros. The recorded runs of every
+// cause, stripped to that, all say so.
+func TestNoKernelNotHealthy(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.json")
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".golden.json") {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		run := load(t, name)
+		if run.Config.IsUDP() || run.Config.Bitrate > 0 || run.ServerRateCap > 0 {
+			continue // judged from bytes alone: -b, a server's cap; UDP's own rules
+		}
+		n++
+		for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+			e.NoKernelState, e.Intervals = true, nil
+			for i := range e.Totals {
+				tot := &e.Totals[i]
+				tot.Final, tot.Limited, tot.SentBytes, tot.RetransBytes = nil, model.Opt[model.Limited]{}, model.Opt[model.Bytes]{}, model.Opt[model.Bytes]{}
+			}
+		}
+		for i := range run.Streams {
+			run.Streams[i].Client, run.Streams[i].Server = nil, nil
+		}
+		run.Summary = model.Summarize(run)
+		for _, f := range Test(run, Options{}) {
+			if f.Primary && f.ID != "not-judged" || strings.Contains(f.Summary, "healthy") {
+				t.Errorf("%s without kernels: %s (%s): %s", name, f.ID, f.Severity, f.Summary)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d recorded runs stripped", n)
 	}
 }
 

@@ -22,6 +22,13 @@ type Explanation struct {
 	// Findings are what Test finds in the run, primary first: what
 	// `tcpscope test --json` puts in the run's diagnosis.
 	Findings []model.Finding `json:"findings"`
+	// Input names what was read when it is not a --json result:
+	// "tcpscope --json-stream", or "iperf3 -J" with the program that
+	// wrote it.
+	Input string `json:"input,omitempty"`
+	// Lacks says what that input does not carry, and which rules
+	// therefore could not run, one sentence each.
+	Lacks []string `json:"lacks,omitempty"`
 }
 
 // Report is the JSON document of `tcpscope diagnose`: the layered method

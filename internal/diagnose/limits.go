@@ -741,6 +741,9 @@ func receiverOnly(v *view, run *model.Run, o Options) model.Finding {
 	if f, ok := appLimit(v, run); ok {
 		return f
 	}
+	if !v.rcvKernel {
+		return notJudged(v, run)
+	}
 	if slowReadingReceiver(v) {
 		return slowReader(v)
 	}
@@ -786,6 +789,51 @@ func senderUnknown(v *view) model.Finding {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "segments the sender retransmitted (its own report)", Value: fmt.Sprint(n), Source: v.source(model.Sender)})
 	}
 	f.Fix = []model.Fix{{Where: "application", Kind: "tcpscope", Command: "run tcpscope at the sending end too (tcpscope server there, or tcpscope test from it) to see its kernel"}}
+	return f
+}
+
+// notJudged: neither end's kernel was read (an iperf3 -J document): the
+// bytes say what arrived and nothing of what held the sender back. It
+// says so and shows what the result does hold, never "healthy".
+func notJudged(v *view, run *model.Run) model.Finding {
+	f := model.Finding{ID: "not-judged", Layer: model.LayerTransport, Severity: model.Info, Confidence: model.Low}
+	why := "what held the sender back (the path, loss, a window, a buffer or an application) cannot be told"
+	f.Summary = "Not judged: neither what arrived nor either end's kernel TCP state is in this result, so " + why + "."
+	if v.receivedOK {
+		f.Summary = fmt.Sprintf("Not judged: %s arrived, but neither end's kernel TCP state is in this result, so %s.", rate(v.goodput), why)
+		f.Evidence = append(f.Evidence, goodputEvidence(v))
+	}
+	f.Explanation = "tcpscope's rules compare the two kernels' accounts of each connection: the receiver's window and unread bytes, the sender's limited-by times, minimum RTT, losses in bytes and delivery rate. A result without them, such as iperf3's -J, shows the rate but not its cause."
+	if n, ok := v.sum.RetransSegs.Get(); ok {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "segments the sender retransmitted (its own report)", Value: fmt.Sprint(n), Source: v.source(model.Sender)})
+	}
+	snd := &run.Client
+	if v.sender == model.ServerSide {
+		snd = &run.Remote
+	}
+	ids := run.StreamIDs(v.dir)
+	var cwnd, wnd model.Bytes
+	var peakRTT time.Duration
+	for _, t := range snd.Totals {
+		if t.Role == model.Sender && ids[t.Stream] {
+			cwnd, wnd, peakRTT = max(cwnd, t.MaxCwnd.V), max(wnd, t.MaxSndWnd.V), max(peakRTT, t.MaxRTT.V)
+		}
+	}
+	if cwnd > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "largest congestion window (a stream's)", Value: cwnd.Binary(), Source: v.source(model.Sender)})
+	}
+	if wnd > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "largest window the receiver advertised (a stream's)", Value: wnd.Binary(), Source: v.source(model.Sender)})
+	}
+	if m, ok := v.sum.MeanRTT.Get(); ok && peakRTT > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "smoothed RTT at the end, and the highest", Value: fmt.Sprintf("%v, %v", m.Round(time.Microsecond), peakRTT.Round(time.Microsecond)), Source: v.source(model.Sender)})
+	} else if ok {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "smoothed RTT at the end", Value: m.Round(time.Microsecond).String(), Source: v.source(model.Sender)})
+	}
+	if c, s := run.Client.CPU, run.Remote.CPU; c != nil && s != nil {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "CPU use of the client and the server (user+system, of one CPU)", Value: fmt.Sprintf("%.1f%%, %.1f%%", c.Total, s.Total)})
+	}
+	f.Fix = []model.Fix{{Where: "both ends", Kind: "tcpscope", Command: "run the test with tcpscope (tcpscope server at the far end, or tcpscope test against its stock iperf3 server) to read the kernels"}}
 	return f
 }
 

@@ -201,6 +201,11 @@ func (d *udpDirection) lostOnPath() *model.Finding {
 		Summary: summary, Explanation: expl, Evidence: []model.Evidence{d.lossEv, d.rateEv}}
 	if d.dropsKnown {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "of which dropped by the receiver's full buffer", Value: fmt.Sprint(d.drops), Source: d.src(model.Receiver)})
+	} else {
+		// A stock iperf3 receiver does not count its socket's drops:
+		// part of the loss may be the receiving host's.
+		f.Confidence = model.Medium
+		f.Summary += " The receiver's socket drops were not counted: some may have been lost in the receiving host."
 	}
 	if over {
 		f.Fix = []model.Fix{{Where: "sender", Kind: "tcpscope", Command: fmt.Sprintf("tcpscope test -u -b %s ... (at or below the bottleneck)", s.Goodput.V)}}
