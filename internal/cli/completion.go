@@ -46,7 +46,7 @@ func addCompletions(root *cobra.Command) {
 	args(root, "lab shell", paths)
 }
 
-// flag completes the flag name of the command at path (words after
+// completeFlag completes the flag name of the command at path (words after
 // "tcpscope"), if both exist: a command another file drops is no error.
 func completeFlag(root *cobra.Command, path, name string, f completeFunc) {
 	if c := find(root, path); c != nil && c.Flags().Lookup(name) != nil {
