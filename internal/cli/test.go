@@ -38,6 +38,9 @@ type testFlags struct {
 	tls        bool
 	tlsCA      string
 	tlsPin     string
+	// noIntervals: -i 0, iperf3's "no interval reports". The ends still
+	// sample at the default interval, for the summary and diagnosis.
+	noIntervals bool
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -84,7 +87,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.IntVarP(&f.cfg.MSS, "mss", "M", 0, "TCP maximum segment size (TCP_MAXSEG)")
 	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")
 	fl.BoolVarP(&f.cfg.ZeroCopy, "zerocopy", "Z", false, "send with sendfile(2) from a memory file instead of write(2), as iperf3 -Z does: less sender CPU per byte")
-	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s)")
+	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s); 0: no interval reports, as iperf3 -i 0 (the kernels are still sampled each second for the summary and diagnosis)")
 	fl.VarP(seconds{&f.cfg.Omit}, "omit", "O", "leave the first seconds (slow start) out of the totals")
 	fl.Var(rate{&f.cfg.FQRate}, "fq-rate", "pace each sending stream at this rate (SO_MAX_PACING_RATE)")
 	fl.VarP(rate{&f.cfg.Bitrate}, "bitrate", "b", "each sending stream's application writes at most this fast (an application-limited sender); UDP: the sending rate, 0 for as fast as possible")
@@ -266,6 +269,10 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 	case changed("window") && f.cfg.Window == 0:
 		return usagef("leave -w out to let the kernel size the buffers", "-w 0: no buffer size")
 	}
+	// -i 0 is iperf3's "no interval reports": the test still samples at
+	// the default interval (Normalize), which the summary's maxima and
+	// the diagnosis read; only the per-interval output goes.
+	f.noIntervals = changed("interval") && f.cfg.Interval == 0
 	if f.udp {
 		f.cfg.Protocol = model.UDP
 		if !cmd.Flags().Changed("bitrate") {
@@ -352,8 +359,17 @@ func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter
 		text := report.NewText(w, format, f.verbose)
 		p.observer, p.out = text, text
 	}
+	if f.noIntervals && p.observer != nil {
+		p.observer = noIntervals{p.observer}
+	}
 	return p
 }
+
+// noIntervals passes a test's start on and drops its intervals: -i 0's
+// output, whose summary is the only report.
+type noIntervals struct{ perf.Observer }
+
+func (noIntervals) Interval(model.Side, *model.Interval) {}
 
 // fail ends a JSON-lines output with the error.
 func (p *presenter) fail(err error) {
