@@ -126,3 +126,33 @@ func hostPort(arg string, defPort int) (string, error) {
 	}
 	return host + ":" + strconv.Itoa(p), nil
 }
+
+// millis is a duration flag that takes a bare number as milliseconds,
+// as iperf3's --connect-timeout does ("3000"), besides a unit ("3s").
+type millis struct{ d *time.Duration }
+
+func (m millis) String() string {
+	if m.d == nil || *m.d == 0 {
+		return "0"
+	}
+	return m.d.String()
+}
+func (m millis) Type() string { return "ms" }
+func (m millis) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f <= 0 || f > float64(24*time.Hour/time.Millisecond) {
+			return fmt.Errorf("%q out of range: want milliseconds from 1 to a day's", v)
+		}
+		*m.d = time.Duration(f * float64(time.Millisecond))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want milliseconds (3000, as iperf3) or a unit (3s, 500ms)", v)
+	}
+	if d <= 0 || d > 24*time.Hour {
+		return fmt.Errorf("%q out of range: want from 1ms to 24h", v)
+	}
+	*m.d = d
+	return nil
+}

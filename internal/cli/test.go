@@ -41,6 +41,9 @@ type testFlags struct {
 	// noIntervals: -i 0, iperf3's "no interval reports". The ends still
 	// sample at the default interval, for the summary and diagnosis.
 	noIntervals bool
+	// connectTimeout is --connect-timeout: connecting and the server's
+	// first answer (0: the defaults, 10 s each).
+	connectTimeout time.Duration
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -99,6 +102,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVar(&f.tls, "tls", false, "run the control connection over TLS, verifying the server's certificate by the system's roots (or --tls-ca)")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "trust this CA certificate (PEM) for --tls")
 	fl.StringVar(&f.tlsPin, "tls-pin", "", "run the control connection over TLS and trust exactly the server with this certificate pin (sha256/..., as the server prints it)")
+	fl.Var(millis{&f.connectTimeout}, "connect-timeout", "give up on a server that does not connect and answer within this: milliseconds as iperf3 (3000), or a unit (3s) (default 10s to connect, 10s to answer)")
 	fl.StringVar(&f.token, "token", "", "access token for a server that requires one (default $TCPSCOPE_TOKEN)")
 	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
@@ -299,7 +303,8 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 // newTestClient is the client the flags describe: network, local
 // address, access token and TLS.
 func newTestClient(f *testFlags) (*perf.Client, error) {
-	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings}
+	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings,
+		ConnectTimeout: f.connectTimeout}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}

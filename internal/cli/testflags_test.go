@@ -2,9 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -43,5 +45,46 @@ func TestIntervalZero(t *testing.T) {
 	}
 	if r.Config.Interval != perf.DefaultInterval || len(r.Client.Intervals) == 0 {
 		t.Fatalf("-J with -i 0: interval %v, %d client intervals; want the default's samples", r.Config.Interval, len(r.Client.Intervals))
+	}
+}
+
+// silentListener is a server that connects but never answers: a
+// listener nobody accepts from (the kernel completes the handshake).
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+// --connect-timeout takes iperf3's milliseconds or a unit, and a server
+// that never answers fails after it with exit 5 (the default waits 20 s),
+// on the native and the --iperf3 paths.
+func TestConnectTimeout(t *testing.T) {
+	addr := silentListener(t)
+	for _, args := range [][]string{
+		{"--connect-timeout", "300"},
+		{"--connect-timeout", "300ms"},
+		{"--connect-timeout", "300", "--iperf3"},
+	} {
+		began := time.Now()
+		code, _, stderr := run(append([]string{"test", addr}, args...)...)
+		took := time.Since(began)
+		if code != ExitTimeout || !strings.Contains(stderr, "within the connect timeout of 300ms") || !strings.Contains(stderr, "try:") {
+			t.Fatalf("%v: exit %d, %q", args, code, stderr)
+		}
+		// Well under the 10 s it would wait without the flag: the
+		// timeout, not the default, ended it.
+		if took < 300*time.Millisecond || took > 5*time.Second {
+			t.Fatalf("%v: failed after %v", args, took)
+		}
+	}
+	for _, v := range []string{"0", "-1", "soon", "25h"} {
+		if code, _, stderr := run("test", addr, "--connect-timeout", v); code != ExitUsage {
+			t.Fatalf("--connect-timeout %s: exit %d, %q", v, code, stderr)
+		}
 	}
 }

@@ -147,6 +147,7 @@ func (t *clientTest) close() {
 // handshake opens the control connection, sends the cookie and the
 // parameters, and waits for CREATE_STREAMS.
 func (t *clientTest) handshake(ctx context.Context) error {
+	began := time.Now()
 	cc, err := t.c.Native.Dial(ctx, t.addr, nil, "")
 	if err != nil {
 		return err
@@ -162,8 +163,14 @@ func (t *clientTest) handshake(ctx context.Context) error {
 	if _, err := cc.Write(t.cookie); err != nil {
 		return &perf.Error{Code: perf.CodeAborted, Msg: "send cookie", Err: err}
 	}
-	if err := t.k.expect(stateParamExchange, perf.HandshakeTimeout); err != nil {
-		return wrapHandshake(err, t.addr)
+	// The first answer within what is left of --connect-timeout.
+	if err := t.k.expect(stateParamExchange, t.c.Native.AnswerWait(began)); err != nil {
+		err = wrapHandshake(err, t.addr)
+		if t.c.Native.ConnectTimeout > 0 && perf.CodeOf(err) == perf.CodeTimeout {
+			err = errorf(perf.CodeTimeout, fmt.Sprintf("is %s an iperf3 server, and not busy with a stuck client? a longer --connect-timeout waits more", t.addr),
+				"no answer from %s within the connect timeout of %v", t.addr, t.c.Native.ConnectTimeout)
+		}
+		return err
 	}
 	if err := t.k.sendJSON(t.c.params(&t.cfg)); err != nil {
 		return &perf.Error{Code: perf.CodeAborted, Msg: "send parameters", Err: err}

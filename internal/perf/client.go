@@ -40,7 +40,10 @@ type Client struct {
 	// run's warnings. (The engine measures; what a setup means, and how
 	// to fix it, is diagnose's: cli plugs in diagnose.BufferWarnings.)
 	SetupWarnings func(cfg *model.TestConfig, streams []model.StreamInfo) []string
-	// ConnectTimeout bounds each connection attempt (default 10 s).
+	// ConnectTimeout bounds reaching the server: connecting, and the
+	// control handshake up to the server's first answer together (a
+	// listener that never answers fails after it); and each data
+	// stream's connect. Zero: 10 s to connect and 10 s for each answer.
 	ConnectTimeout time.Duration
 	Observer       Observer
 	// Now is the wall clock for the run's start stamp (default time.Now).
@@ -140,6 +143,7 @@ func isIperf3Answer(b byte) bool { return b == 9 || b == 0xff || b == 0xfe }
 
 // handshake opens the control connection and is admitted to a test.
 func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConfig) (*net.TCPConn, *ctrl, *welcome, error) {
+	began := time.Now()
 	cc, err := c.dialer(nil, "").DialContext(ctx, c.network(), addr)
 	if err != nil {
 		return nil, nil, nil, classifyDial(err, addr)
@@ -151,7 +155,7 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	}
 	var ctlConn net.Conn = conn
 	if c.TLS != nil {
-		tc, err := c.startTLS(ctx, conn, addr)
+		tc, err := c.startTLS(ctx, conn, addr, c.AnswerWait(began))
 		if err != nil {
 			return fail(err)
 		}
@@ -168,12 +172,16 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	// byte, 0 for any message it sends. A stock iperf3 server took our
 	// first 37 bytes for its cookie and answers with one state byte:
 	// PARAM_EXCHANGE, or busy, or an error.
-	_ = ctlConn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	_ = ctlConn.SetReadDeadline(time.Now().Add(c.AnswerWait(began)))
 	if b, err := ctl.r.Peek(1); c.TLS == nil && err == nil && isIperf3Answer(b[0]) {
 		return fail(ErrIperf3Server)
 	}
-	m, err := c.expect(ctl, msgWelcome, addr)
+	m, err := c.expectWithin(ctl, msgWelcome, addr, c.AnswerWait(began))
 	if err != nil {
+		if c.ConnectTimeout > 0 && CodeOf(err) == CodeTimeout {
+			err = errorf(CodeTimeout, fmt.Sprintf("is %s a tcpscope or iperf3 server, and not overloaded? a longer --connect-timeout waits more", addr),
+				"no answer from %s within the connect timeout of %v", addr, c.ConnectTimeout)
+		}
 		return fail(err)
 	}
 	if m.Welcome.Protocol != ProtocolVersion {
@@ -184,7 +192,7 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 }
 
 // startTLS runs the TLS handshake on the control connection.
-func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string) (*tls.Conn, error) {
+func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string, wait time.Duration) (*tls.Conn, error) {
 	cfg := c.TLS.Clone()
 	if cfg.ServerName == "" {
 		if host, _, err := net.SplitHostPort(addr); err == nil {
@@ -195,7 +203,7 @@ func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string) (
 		cfg.MinVersion = tls.VersionTLS13
 	}
 	tc := tls.Client(conn, cfg)
-	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		var ce *tls.CertificateVerificationError
@@ -367,10 +375,28 @@ func (c *Client) dialer(cfg *model.TestConfig, role model.Role) *net.Dialer {
 	return d
 }
 
+// AnswerWait is how long a client that began connecting at began still
+// waits for the server's next answer in the handshake: what is left of
+// ConnectTimeout, or the handshake's 10 s without one. (The iperf3
+// client waits for its server's first state by it too.)
+func (c *Client) AnswerWait(began time.Time) time.Duration {
+	if c.ConnectTimeout <= 0 {
+		return handshakeTimeout
+	}
+	// At least a moment, so that a deadline already past reads as a
+	// timeout rather than as no deadline.
+	return max(c.ConnectTimeout-time.Since(began), time.Millisecond)
+}
+
 // expect reads the next control message, turning a server error or an
 // unexpected answer into an Error.
 func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
-	m, err := ctl.recv(handshakeTimeout)
+	return c.expectWithin(ctl, want, addr, handshakeTimeout)
+}
+
+// expectWithin is expect waiting at most wait.
+func (c *Client) expectWithin(ctl *ctrl, want, addr string, wait time.Duration) (*message, error) {
+	m, err := ctl.recv(wait)
 	if err != nil {
 		var ne net.Error
 		switch {
