@@ -44,6 +44,9 @@ type testFlags struct {
 	// connectTimeout is --connect-timeout: connecting and the server's
 	// first answer (0: the defaults, 10 s each).
 	connectTimeout time.Duration
+	title          string // -T: each text line's prefix
+	logfile        string // --logfile: the output's file, appended to
+	timestamps     string // --timestamps: each text line's time, strftime or Go layout
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -108,6 +111,10 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
 	fl.BoolVarP(&f.verbose, "verbose", "V", false, "show more kernel variables per interval (text output; JSON has them all)")
 	fl.StringVarP(&f.format, "format", "f", "a", "rate units: a k m g t (bit/s) or A K M G T (byte/s), SI prefixes; or iperf3-json for iperf3's -J document")
+	fl.StringVarP(&f.title, "title", "T", "", `prefix every output line with "TITLE:  ", as iperf3 (text output)`)
+	fl.StringVar(&f.logfile, "logfile", "", "write the output to this file, appended to, as iperf3 (error lines go to stderr and the file)")
+	fl.StringVar(&f.timestamps, "timestamps", "", `prefix every output line with the time, as iperf3: a strftime FORMAT (default "%c ", Go's time.ANSIC and a space) or a Go layout (text output)`)
+	fl.Lookup("timestamps").NoOptDefVal = iperf3Timestamps
 	fl.BoolVar(&f.noDiagnose, "no-diagnose", false, "skip the diagnosis at the end")
 	fl.BoolVar(&f.iperf3, "iperf3", false, "the server is a stock iperf3 (-s): speak its protocol")
 	fl.BoolVar(&f.srvOutput, "get-server-output", false, "ask a stock iperf3 server for its own output (a tcpscope server's view is always shown)")
@@ -188,7 +195,24 @@ func formatArg(c *cobra.Command, args []string) string {
 	return out
 }
 
-func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) error {
+func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) (err error) {
+	stdout, done, err := testOutput(f, stdout)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if f.logfile != "" && !f.json && !f.jsonStream && f.format != iperf3JSONFormat {
+		// As iperf3's log file, the file says why a test failed; the
+		// terminal does too (Main prints the error to stderr). A JSON
+		// file stays one document (-f iperf3-json's has the error).
+		defer func() {
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				_, line := errorLine(err)
+				fmt.Fprintf(stdout, "tcpscope: %s\n", line)
+			}
+		}()
+	}
 	run, printed, err := testRun(cmd, f, target, stdout, stderr)
 	if err != nil && !printed && f.format == iperf3JSONFormat {
 		if run == nil {

@@ -3,6 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -86,5 +88,65 @@ func TestConnectTimeout(t *testing.T) {
 		if code, _, stderr := run("test", addr, "--connect-timeout", v); code != ExitUsage {
 			t.Fatalf("--connect-timeout %s: exit %d, %q", v, code, stderr)
 		}
+	}
+}
+
+// -T, --timestamps and --logfile as iperf3's: every line of the report
+// prefixed "TIME TITLE:  ", the output appended to the file (stdout
+// empty), a failure's line in the file too.
+func TestTitleTimestampsLogfile(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	logfile := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(logfile, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run("test", addr, "-t", "0.5", "--no-diagnose", "-T", "lab 1", "--timestamps=%H:%M:%S ", "--logfile", logfile)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d (%s), stdout %q", code, stderr, out)
+	}
+	b, _ := os.ReadFile(logfile)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if lines[0] != "kept" || len(lines) < 5 {
+		t.Fatalf("log file not appended to:\n%s", b)
+	}
+	prefix := regexp.MustCompile(`^\d\d:\d\d:\d\d lab 1:  .`)
+	for _, l := range lines[1:] {
+		if !prefix.MatchString(l) {
+			t.Fatalf("line %q lacks the time and title", l)
+		}
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := ln.Addr().String()
+	ln.Close()
+	if code, _, stderr = run("test", closed, "--logfile", logfile); code != ExitRefused || !strings.Contains(stderr, "connection refused") {
+		t.Fatalf("exit %d, %q", code, stderr)
+	}
+	if b, _ = os.ReadFile(logfile); !strings.HasSuffix(string(b), "tcpscope: "+strings.TrimPrefix(stderr, "tcpscope: ")) {
+		t.Fatalf("the failure is not in the log file:\n%s", b)
+	}
+	for _, args := range [][]string{{"-J", "-T", "x"}, {"--json-stream", "--timestamps"}, {"--timestamps=%Q"}} {
+		if code, _, stderr := run(append([]string{"test", addr}, args...)...); code != ExitUsage {
+			t.Fatalf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+}
+
+// iperf3's default stamp, strftime's "%c " in the C locale, is Go's
+// ANSIC; other directives map one to one.
+func TestStrftimeLayout(t *testing.T) {
+	at := time.Date(2026, 11, 7, 8, 5, 3, 0, time.UTC)
+	for f, want := range map[string]string{
+		iperf3Timestamps:     "Sat Nov  7 08:05:03 2026 ",
+		"%F %T %%":           "2026-11-07 08:05:03 %",
+		"%Y%m%d-%H%M%S ":     "20261107-080503 ",
+		"15:04:05.000 (Go) ": "08:05:03.000 (Go) ",
+	} {
+		layout, err := strftimeLayout(f)
+		if err != nil || at.Format(layout) != want {
+			t.Errorf("%q: %q (%v), want %q", f, at.Format(layout), err, want)
+		}
+	}
+	if _, err := strftimeLayout("%"); err == nil {
+		t.Error("a lone % taken")
 	}
 }
