@@ -47,6 +47,7 @@ type testFlags struct {
 	title          string // -T: each text line's prefix
 	logfile        string // --logfile: the output's file, appended to
 	timestamps     string // --timestamps: each text line's time, strftime or Go layout
+	dscpTOS        int    // --dscp, as the TOS byte it makes
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -94,6 +95,8 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")
 	fl.BoolVarP(&f.cfg.ZeroCopy, "zerocopy", "Z", false, "send with sendfile(2) from a memory file instead of write(2), as iperf3 -Z does: less sender CPU per byte")
 	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s); 0: no interval reports, as iperf3 -i 0 (the kernels are still sampled each second for the summary and diagnosis)")
+	fl.VarP(tos{&f.cfg.TOS}, "tos", "S", "IP type of service of both ends' data packets (IP_TOS, IPV6_TCLASS), as iperf3 -S: 0-255, decimal, 0x hex or 0 octal")
+	fl.Var(dscp{&f.dscpTOS}, "dscp", "DiffServ code point of both ends' data packets, as iperf3: 0-63 or a name (EF, AF11-AF43, CS0-CS7, LE)")
 	fl.VarP(seconds{&f.cfg.Omit}, "omit", "O", "leave the first seconds (slow start) out of the totals")
 	fl.Var(rate{&f.cfg.FQRate}, "fq-rate", "pace each sending stream at this rate (SO_MAX_PACING_RATE)")
 	fl.VarP(rate{&f.cfg.Bitrate}, "bitrate", "b", "each sending stream's application writes at most this fast (an application-limited sender); UDP: the sending rate, 0 for as fast as possible")
@@ -296,6 +299,12 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 		return usagef("give a write size, e.g. -l 128K, or leave -l out for the default", "-l 0: no write size")
 	case changed("window") && f.cfg.Window == 0:
 		return usagef("leave -w out to let the kernel size the buffers", "-w 0: no buffer size")
+	}
+	if changed("dscp") {
+		if changed("tos") {
+			return usagef("--dscp sets the top six bits of -S's byte: give one", "-S and --dscp together")
+		}
+		f.cfg.TOS = f.dscpTOS
 	}
 	// -i 0 is iperf3's "no interval reports": the test still samples at
 	// the default interval (Normalize), which the summary's maxima and

@@ -150,3 +150,39 @@ func TestStrftimeLayout(t *testing.T) {
 		t.Error("a lone % taken")
 	}
 }
+
+// -S and --dscp set both ends' data sockets' type of service: each end
+// reads it back (getsockopt) into its stream setup, TCP and UDP, either
+// direction.
+func TestTOSBothEnds(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	for _, c := range []struct {
+		args []string
+		tos  int
+	}{
+		{[]string{"-S", "0x28"}, 0x28},
+		{[]string{"-S", "184"}, 184},
+		{[]string{"--dscp", "AF41", "-R"}, 34 << 2},
+		{[]string{"--dscp", "ef", "-u"}, 46 << 2},
+		{[]string{"--dscp", "10", "-u", "-R"}, 10 << 2},
+	} {
+		code, out, stderr := run(append([]string{"test", addr, "-t", "0.3", "--json", "--no-diagnose"}, c.args...)...)
+		var r model.Run
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+			t.Fatalf("%v: exit %d (%s)", c.args, code, stderr)
+		}
+		if r.Config.TOS != c.tos || len(r.Streams) != 1 {
+			t.Fatalf("%v: config TOS %d, want %d", c.args, r.Config.TOS, c.tos)
+		}
+		for end, s := range map[string]*model.SocketSetup{"client": r.Streams[0].Client, "server": r.Streams[0].Server} {
+			if s == nil || s.TOS == nil || *s.TOS != c.tos {
+				t.Fatalf("%v: %s's setup %+v, want TOS %d read back", c.args, end, s, c.tos)
+			}
+		}
+	}
+	for _, args := range [][]string{{"-S", "256"}, {"-S", "-1"}, {"--dscp", "64"}, {"--dscp", "AF44"}, {"-S", "8", "--dscp", "EF"}} {
+		if code, _, stderr := run(append([]string{"test", addr}, args...)...); code != ExitUsage || !strings.Contains(stderr, "try:") {
+			t.Fatalf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func (c *Client) params(cfg *model.TestConfig) params {
 	}
 	p := params{Omit: int(cfg.Omit / time.Second), Time: int(cfg.Duration / time.Second), Num: int64(cfg.Bytes), BlockCount: c.Blocks, Parallel: cfg.Parallel,
 		Len: int(cfg.Length), Window: int64(cfg.Window), MSS: cfg.MSS, Bandwidth: int64(cfg.Bitrate), FQRate: int64(cfg.FQRate),
-		Congestion: cfg.Congestion, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
+		Congestion: cfg.Congestion, TOS: cfg.TOS, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
 		UDP: on(cfg.IsUDP()), TCP: on(!cfg.IsUDP()), Reverse: on(cfg.Reverse), Bidirectional: on(cfg.Bidir), NoDelay: on(cfg.NoDelay),
 		// A server that sends (-R, --bidir) sends with zero copy too.
 		Counters64: onInt(cfg.Counters64), ServerOutput: onInt(c.ServerOutput), ZeroCopy: onInt(cfg.ZeroCopy)}
@@ -258,7 +258,7 @@ func (t *clientTest) start(ctx context.Context) error {
 		return &perf.Error{Code: perf.CodeAborted, Msg: "interrupted before the test started", Err: ctx.Err()}
 	}
 	for i := range t.run.Streams {
-		setup, err := t.streams[i].Setup()
+		setup, err := t.streams[i].Setup(t.cfg.TOS != 0)
 		if err != nil {
 			return err
 		}

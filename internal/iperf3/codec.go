@@ -63,6 +63,7 @@ type params struct {
 	Bandwidth     int64  `json:"bandwidth,omitempty"`
 	FQRate        int64  `json:"fqrate,omitempty"`
 	Congestion    string `json:"congestion,omitempty"`
+	TOS           int    `json:"TOS,omitempty"`
 	Reverse       *bool  `json:"reverse,omitempty"`
 	Bidirectional *bool  `json:"bidirectional,omitempty"`
 	NoDelay       *bool  `json:"nodelay,omitempty"`
@@ -372,6 +373,7 @@ type paramsIn struct {
 	Bandwidth     float64         `json:"bandwidth"`
 	FQRate        float64         `json:"fqrate"`
 	Congestion    string          `json:"congestion"`
+	TOS           int             `json:"TOS"`
 	Reverse       json.RawMessage `json:"reverse"`
 	Bidirectional json.RawMessage `json:"bidirectional"`
 	NoDelay       json.RawMessage `json:"nodelay"`
@@ -414,7 +416,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		Bytes: model.Bytes(p.Num), Parallel: max(p.Parallel, 1), Length: model.Bytes(p.Len),
 		Window: model.Bytes(p.Window), MSS: p.MSS, Bitrate: model.Bitrate(p.Bandwidth), FQRate: model.Bitrate(p.FQRate),
 		Congestion: p.Congestion, Reverse: p.Reverse != nil, Bidir: p.Bidirectional != nil, NoDelay: p.NoDelay != nil,
-		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil,
+		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil, TOS: p.TOS,
 	}
 	if p.UDP != nil {
 		// iperf3 sends the UDP rate always (-b 0 omits it: unlimited),

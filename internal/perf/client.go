@@ -98,7 +98,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	for i := range run.Streams {
 		// Read back once the handshakes are long done, as the server does.
-		setup, err := setupOf(streams[i])
+		setup, err := setupOf(streams[i], cfg.TOS != 0)
 		if err != nil {
 			return nil, wrapSocket(err, "read socket options")
 		}
@@ -112,6 +112,10 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	if c.SetupWarnings != nil {
 		run.Warnings = c.SetupWarnings(&cfg, run.Streams)
+	}
+	if cfg.TOS != 0 && len(run.Streams) > 0 && run.Streams[0].Server != nil && run.Streams[0].Server.TOS == nil {
+		// A server older than -S ignores the field it does not know.
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the server (%s) does not set the type of service: only this end's packets carry TOS %#x", w.Version, cfg.TOS))
 	}
 	if w.RateCap > 0 {
 		run.ServerRateCap = w.RateCap

@@ -64,9 +64,10 @@ func (s *Stream) Moved() int64 { return s.moved.Load() }
 // Close closes the stream's socket.
 func (s *Stream) Close() { s.close() }
 
-// Setup reads back what the kernel granted the stream's socket.
-func (s *Stream) Setup() (model.SocketSetup, error) {
-	st, err := setupOf(s)
+// Setup reads back what the kernel granted the stream's socket, and
+// its type-of-service byte when tos (the test set one).
+func (s *Stream) Setup(tos bool) (model.SocketSetup, error) {
+	st, err := setupOf(s, tos)
 	return st, wrapSocket(err, "read socket options")
 }
 

@@ -783,7 +783,7 @@ func setStreams(c *ctrl, streams []*Stream, ecfg *model.TestConfig) (*started, e
 			return nil, err
 		}
 		var err error
-		if st.Setups[i], err = setupOf(sm); err != nil {
+		if st.Setups[i], err = setupOf(sm, ecfg.TOS != 0); err != nil {
 			return nil, err
 		}
 		st.Addrs[i] = sm.netConn().LocalAddr().String()
