@@ -210,3 +210,40 @@ func (d dscp) Set(s string) error {
 	*d.tos = v << 2
 	return nil
 }
+
+// affinity is -A n[,m], iperf3's: the CPU to pin the client to, and the
+// one to ask the server to pin itself to.
+type affinity struct{ client, server **int }
+
+func (a affinity) String() string {
+	if a.client == nil || *a.client == nil {
+		return ""
+	}
+	s := strconv.Itoa(**a.client)
+	if *a.server != nil {
+		s += "," + strconv.Itoa(**a.server)
+	}
+	return s
+}
+func (a affinity) Type() string { return "n[,m]" }
+func (a affinity) Set(v string) error {
+	cs, ss, both := strings.Cut(v, ",")
+	cpu := func(s string) (*int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 1023 {
+			return nil, fmt.Errorf("%q: want -A n or n,m, CPU numbers from 0 as the kernel counts them", v)
+		}
+		return &n, nil
+	}
+	c, err := cpu(cs)
+	if err != nil {
+		return err
+	}
+	*a.client, *a.server = c, nil
+	if both {
+		if *a.server, err = cpu(ss); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -44,6 +44,9 @@ type serverFlags struct {
 	tlsKey        string
 	jsonLog       bool
 	debug         bool
+
+	// allowAffinity: clients may pin the server's process (test -A n,m).
+	allowAffinity bool
 }
 
 // limitFlags are the flags a limits file replaces.
@@ -105,6 +108,7 @@ is deploy/limits.toml in tcpscope's source.`,
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fl.BoolVar(&f.jsonLog, "json-log", false, "log in JSON lines")
 	fl.BoolVar(&f.debug, "debug", false, "log connection details")
+	fl.BoolVar(&f.allowAffinity, "allow-affinity", false, "let a client pin this server's process to a CPU for its test (test -A n,m), one test at a time; off: ignored with a warning (the pin holds every test, so a public server must not let a client choose it)")
 	return cmd
 }
 
@@ -234,6 +238,7 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 		return nil, nil, "", err
 	}
 	srv := &perf.Server{Policy: &policy, Tokens: tokens, Version: Version, Logger: logger}
+	srv.AllowAffinity = f.allowAffinity
 	pin, err := serverTLS(srv, f)
 	if err != nil {
 		return nil, nil, "", err

@@ -97,6 +97,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s); 0: no interval reports, as iperf3 -i 0 (the kernels are still sampled each second for the summary and diagnosis)")
 	fl.VarP(tos{&f.cfg.TOS}, "tos", "S", "IP type of service of both ends' data packets (IP_TOS, IPV6_TCLASS), as iperf3 -S: 0-255, decimal, 0x hex or 0 octal")
 	fl.Var(dscp{&f.dscpTOS}, "dscp", "DiffServ code point of both ends' data packets, as iperf3: 0-63 or a name (EF, AF11-AF43, CS0-CS7, LE)")
+	fl.VarP(affinity{&f.cfg.ClientCPU, &f.cfg.ServerCPU}, "affinity", "A", "pin this process to CPU n (sched_setaffinity), and ask the server to pin itself to CPU m, as iperf3 -A (a tcpscope server lets clients pin it only with --allow-affinity)")
 	fl.VarP(seconds{&f.cfg.Omit}, "omit", "O", "leave the first seconds (slow start) out of the totals")
 	fl.Var(rate{&f.cfg.FQRate}, "fq-rate", "pace each sending stream at this rate (SO_MAX_PACING_RATE)")
 	fl.VarP(rate{&f.cfg.Bitrate}, "bitrate", "b", "each sending stream's application writes at most this fast (an application-limited sender); UDP: the sending rate, 0 for as fast as possible")
@@ -248,6 +249,13 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	client, err := newTestClient(f)
 	if err != nil {
 		return nil, false, err
+	}
+	if cpu := f.cfg.ClientCPU; cpu != nil {
+		unpin, err := perf.PinProcess(*cpu)
+		if err != nil {
+			return nil, false, usagef("give a CPU this process may run on (see nproc, taskset -p $$)", "-A %d: %v", *cpu, err)
+		}
+		defer unpin()
 	}
 	pr := newPresenter(f, format, stdout)
 	client.Observer = pr.observer

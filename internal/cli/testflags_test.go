@@ -186,3 +186,26 @@ func TestTOSBothEnds(t *testing.T) {
 		}
 	}
 }
+
+// -A n[,m]: the client pins itself (and unpins at the end: the test
+// runs in this process); a server that does not allow clients to pin it
+// runs the test unpinned, and the client warns.
+func TestAffinityFlag(t *testing.T) {
+	addr := server(t, perf.Limits{})
+	code, out, stderr := run("test", addr, "-t", "0.3", "--json", "--no-diagnose", "-A", "0,0")
+	var r model.Run
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("exit %d (%s)", code, stderr)
+	}
+	if r.Config.ClientCPU == nil || *r.Config.ClientCPU != 0 || r.Config.ServerCPU == nil || *r.Config.ServerCPU != 0 {
+		t.Fatalf("config %+v", r.Config)
+	}
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "did not pin itself to CPU 0") {
+		t.Fatalf("no warning of the unpinned server: %q", r.Warnings)
+	}
+	for _, v := range []string{"x", "0,", "-1", "0,1024", "4096"} {
+		if code, _, stderr := run("test", addr, "-A", v); code != ExitUsage || !strings.Contains(stderr, "try:") {
+			t.Fatalf("-A %s: exit %d, %q", v, code, stderr)
+		}
+	}
+}

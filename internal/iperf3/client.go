@@ -199,7 +199,7 @@ func (c *Client) params(cfg *model.TestConfig) params {
 	}
 	p := params{Omit: int(cfg.Omit / time.Second), Time: int(cfg.Duration / time.Second), Num: int64(cfg.Bytes), BlockCount: c.Blocks, Parallel: cfg.Parallel,
 		Len: int(cfg.Length), Window: int64(cfg.Window), MSS: cfg.MSS, Bandwidth: int64(cfg.Bitrate), FQRate: int64(cfg.FQRate),
-		Congestion: cfg.Congestion, TOS: cfg.TOS, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
+		Congestion: cfg.Congestion, TOS: cfg.TOS, ServerAffinity: cfg.ServerCPU, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
 		UDP: on(cfg.IsUDP()), TCP: on(!cfg.IsUDP()), Reverse: on(cfg.Reverse), Bidirectional: on(cfg.Bidir), NoDelay: on(cfg.NoDelay),
 		// A server that sends (-R, --bidir) sends with zero copy too.
 		Counters64: onInt(cfg.Counters64), ServerOutput: onInt(c.ServerOutput), ZeroCopy: onInt(cfg.ZeroCopy)}

@@ -78,6 +78,11 @@ type TestConfig struct {
 	// (iperf3's -S; --dscp sets its top six bits); 0 leaves the
 	// kernel's default. A server older than this field ignores it.
 	TOS int `json:"tos,omitempty"`
+	// ClientCPU is the CPU the client pinned itself to (-A n), and
+	// ServerCPU the one it asked the server to pin itself to (-A n,m);
+	// nil: none. Whether the server did is in the run's warnings.
+	ClientCPU *int `json:"client_cpu,omitempty"`
+	ServerCPU *int `json:"server_cpu,omitempty"`
 }
 
 // Protocols of a test.

@@ -117,6 +117,9 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		// A server older than -S ignores the field it does not know.
 		run.Warnings = append(run.Warnings, fmt.Sprintf("the server (%s) does not set the type of service: only this end's packets carry TOS %#x", w.Version, cfg.TOS))
 	}
+	if cfg.ServerCPU != nil && w.ServerCPU == nil {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the server did not pin itself to CPU %d (-A): a tcpscope server lets clients pin it only when run with --allow-affinity, one test at a time", *cfg.ServerCPU))
+	}
 	if w.RateCap > 0 {
 		run.ServerRateCap = w.RateCap
 		run.Warnings = append(run.Warnings, fmt.Sprintf("the server holds this test to %v, all streams together (its limits for your address): the rate measured is at most that, whatever the path carries", w.RateCap))

@@ -48,6 +48,14 @@ type Server struct {
 	// ShutdownGrace bounds how long Serve waits for running tests after its
 	// context ends (default 15 s).
 	ShutdownGrace time.Duration
+	// AllowAffinity lets a client pin the server's process to a CPU for
+	// its test (-A n,m), one test at a time. Off by default: the pin
+	// holds every test the server runs, so a public server must not let
+	// a client choose it; the request is then ignored, and the client
+	// told (the welcome names no CPU) and warned.
+	AllowAffinity bool
+	pinMu         sync.Mutex
+	pinned        bool // a test holds the server pinned
 
 	// policy is Policy, or Limits as a policy (from Serve on).
 	policy  *limits.Table
@@ -676,7 +684,9 @@ func closeStreams(streams []*Stream) {
 // come, and the totals exchanged for the client's bye. It returns this
 // end's report and how the test ended.
 func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) (model.EndReport, string, error) {
-	streams, ecfg, readCap, err := s.startStreams(ctx, c, t, cfg, dirs)
+	pinned, unpin := s.pin(cfg.ServerCPU)
+	defer unpin()
+	streams, ecfg, readCap, err := s.startStreams(ctx, c, t, cfg, dirs, pinned)
 	defer closeStreams(streams)
 	if err != nil {
 		return model.EndReport{}, "", err
@@ -733,17 +743,55 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	return rep, how, sendDone(c, rep, bye)
 }
 
+// pin pins the server's process to the CPU a client asked for, when the
+// server allows it and no other test holds a pin; it returns the CPU
+// pinned to (nil: none) and what undoes it.
+func (s *Server) pin(cpu *int) (*int, func()) {
+	nothing := func() {}
+	if cpu == nil {
+		return nil, nothing
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if !s.AllowAffinity {
+		log.Warn("a client asked to pin the server to a CPU (-A); ignored: the server allows it only with --allow-affinity", "cpu", *cpu)
+		return nil, nothing
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.pinned {
+		log.Warn("a client asked to pin the server to a CPU (-A); ignored: another test holds a pin", "cpu", *cpu)
+		return nil, nothing
+	}
+	restore, err := PinProcess(*cpu)
+	if err != nil {
+		log.Warn("a client asked to pin the server to a CPU (-A); not pinned", "cpu", *cpu, "err", err)
+		return nil, nothing
+	}
+	s.pinned = true
+	cpuCopy := *cpu
+	return &cpuCopy, func() {
+		s.pinMu.Lock()
+		defer s.pinMu.Unlock()
+		restore()
+		s.pinned = false
+	}
+}
+
 // startStreams welcomes an admitted test, waits for its data connections
 // and the client's start, sets the streams' options and tells the client
 // they are set. It returns the streams (to close, even on an error),
 // this end's configuration and the rate its receivers may read at.
-func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) ([]*Stream, model.TestConfig, model.Bitrate, error) {
+func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction, pinned *int) ([]*Stream, model.TestConfig, model.Bitrate, error) {
 	var rateCap model.Bitrate
 	if !t.udp {
 		rateCap = t.class.MaxRate
 	}
 	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
 		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, StreamKeys: t.keys, RateCap: rateCap,
+		ServerCPU: pinned,
 	}}); err != nil {
 		return nil, cfg, 0, err
 	}
