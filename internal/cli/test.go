@@ -464,7 +464,27 @@ func (p *presenter) end(ctx context.Context, run *model.Run, runErr error) (*mod
 	case interrupted:
 		return run, true, &exitError{code: ExitInterrupted}
 	}
-	return run, true, nil
+	return run, true, endedEarly(run)
+}
+
+// endedEarly is the error of a test the server stopped before its end,
+// whose results so far are printed: scripts tell it by the exit status.
+// A timed test that reached the server's duration limit ran its length
+// (a test asking for exactly the limit meets it at its end): no error.
+func endedEarly(run *model.Run) error {
+	switch run.Ended {
+	case "", "complete", "interrupted", "aborted":
+		return nil
+	case "server-limit":
+		if run.Config.Bytes == 0 {
+			return nil
+		}
+		return &perf.Error{Code: perf.CodeLimit, Msg: "the server stopped the test at its duration limit before the byte count was sent; the results so far are printed",
+			Hint: "ask for fewer bytes (-n, -k), or use a server with a longer --max-duration"}
+	}
+	// server-shutdown, or a reason a newer server gives.
+	return &perf.Error{Code: perf.CodeAborted, Msg: fmt.Sprintf("the server ended the test early (%s); the results so far are printed", run.Ended),
+		Hint: "run again when the server is back"}
 }
 
 // clientTLS sets the control connection's TLS configuration from the

@@ -2,16 +2,20 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
 
 // -i 0 is iperf3's "no interval reports": the text and the JSON stream
@@ -207,5 +211,25 @@ func TestAffinityFlag(t *testing.T) {
 		if code, _, stderr := run("test", addr, "-A", v); code != ExitUsage || !strings.Contains(stderr, "try:") {
 			t.Fatalf("-A %s: exit %d, %q", v, code, stderr)
 		}
+	}
+}
+
+// The automatic fallback to iperf3's protocol says so above the results,
+// where the other setup warnings are, not after them.
+func TestFallbackWarningFirst(t *testing.T) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 is not installed (make setup installs it)")
+	}
+	port := freePort(t)
+	srv := exec.Command("iperf3", "-s", "-B", "127.0.0.1", "-p", strconv.Itoa(port))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	perftest.WaitListening(t, port)
+	code, out, stderr := run("test", fmt.Sprintf("127.0.0.1:%d", port), "-t", "1", "--no-diagnose")
+	warning, results := strings.Index(out, "the server is a stock iperf3"), strings.Index(out, "goodput")
+	if code != 0 || warning < 0 || results < 0 || warning > results {
+		t.Fatalf("exit %d (%s): warning at %d, results at %d:\n%s", code, stderr, warning, results, out)
 	}
 }

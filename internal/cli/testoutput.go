@@ -90,7 +90,7 @@ func testOutput(f *testFlags, stdout io.Writer) (w io.Writer, done func(), err e
 	if f.logfile != "" {
 		file, err := os.OpenFile(f.logfile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, nil, usagef("give a file this user can write", "--logfile: %v", err)
+			return nil, nil, &failure{msg: fmt.Sprintf("--logfile: %v", err), hint: "give a file this user can write, in a directory that exists"}
 		}
 		w, done = file, func() { file.Close() }
 	}

@@ -25,6 +25,9 @@ type Client struct {
 	// client tells it; the test's byte count is Blocks blocks of its
 	// length. 0 for none.
 	Blocks int64
+	// fallback: the test falls back from the native protocol (Fallback),
+	// and says so in a warning from its start.
+	fallback bool
 }
 
 // fallbackWarning is the warning of a test that fell back to iperf3's
@@ -37,6 +40,9 @@ const fallbackWarning = "the server is a stock iperf3: the test used iperf3's pr
 // one test at a time, and re-creates its listener after a failed one):
 // an attempt that gets no test started is retried briefly.
 func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
+	fc := *c
+	fc.fallback = true
+	c = &fc
 	var run *model.Run
 	var err error
 	for attempt := range 5 {
@@ -57,9 +63,6 @@ func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig
 		if code := perf.CodeOf(err); code != perf.CodeBusy && code != perf.CodeAborted && code != perf.CodeProtocol && code != perf.CodeRefused {
 			break
 		}
-	}
-	if run != nil {
-		run.Warnings = append(run.Warnings, fallbackWarning)
 	}
 	return run, err
 }
@@ -95,6 +98,11 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	t := &clientTest{c: c, addr: addr, cfg: cfg, run: c.Native.NewRun(addr, cfg)}
 	t.run.Remote.Version = "iperf3"
 	t.run.Remote.NoKernelState = true
+	if c.fallback {
+		// Before the Observer's Begin, so that the text output says it
+		// above the results, not after them.
+		t.run.Warnings = append(t.run.Warnings, fallbackWarning)
+	}
 	defer t.close()
 	if err := t.handshake(ctx); err != nil {
 		return nil, err

@@ -151,7 +151,7 @@ func isIperf3Answer(b byte) bool { return b == 9 || b == 0xff || b == 0xfe }
 // handshake opens the control connection and is admitted to a test.
 func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConfig) (*net.TCPConn, *ctrl, *welcome, error) {
 	began := time.Now()
-	cc, err := c.dialer(nil, "").DialContext(ctx, c.network(), addr)
+	cc, err := c.dial(ctx, c.dialer(nil, ""), addr)
 	if err != nil {
 		return nil, nil, nil, classifyDial(err, addr)
 	}
@@ -170,10 +170,10 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	}
 	ctl := newCtrl(ctlConn, maxMessage)
 	if _, err := ctlConn.Write([]byte(controlMagic)); err != nil {
-		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+		return fail(helloFailed(err, addr))
 	}
 	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg, Token: c.Token}}); err != nil {
-		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+		return fail(helloFailed(err, addr))
 	}
 	// A tcpscope server's first message starts with its length's high
 	// byte, 0 for any message it sends. A stock iperf3 server took our
@@ -196,6 +196,19 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 			"server %s speaks protocol %d, this client %d", m.Welcome.Version, m.Welcome.Protocol, ProtocolVersion))
 	}
 	return conn, ctl, m.Welcome, nil
+}
+
+// helloFailed is the error of a hello the server would not take: it
+// closed or reset the connection as it arrived (broken pipe, reset), as
+// a server that is not tcpscope's may, or one over its limits of
+// connections not yet in a test.
+func helloFailed(err error, addr string) error {
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		return &Error{Code: CodeProtocol, Msg: addr + " closed the connection at hello", Err: err,
+			Hint: "is " + addr + " a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again"}
+	}
+	return &Error{Code: CodeAborted, Msg: "send hello to " + addr, Err: err,
+		Hint: "the connection failed as it opened; run again, and check the path to " + addr}
 }
 
 // startTLS runs the TLS handshake on the control connection.
@@ -231,7 +244,7 @@ func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestCo
 	streams := make([]*Stream, 0, len(dirs))
 	for i, d := range dirs {
 		role := model.RoleOf(model.ClientSide, d)
-		dc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
+		dc, err := c.dial(ctx, c.dialer(cfg, role), addr)
 		if err != nil {
 			return streams, classifyDial(err, addr)
 		}
@@ -395,6 +408,19 @@ func (c *Client) AnswerWait(began time.Time) time.Duration {
 	return max(c.ConnectTimeout-time.Since(began), time.Millisecond)
 }
 
+// dial connects d to addr. A name under .invalid fails as not found
+// without a lookup: RFC 6761 reserves it never to resolve, and a
+// resolver may still ask the network (tests use such names).
+func (c *Client) dial(ctx context.Context, d *net.Dialer, addr string) (net.Conn, error) {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "invalid" || strings.HasSuffix(h, ".invalid") {
+			return nil, &net.OpError{Op: "dial", Net: c.network(),
+				Err: &net.DNSError{Err: "no such host (.invalid never resolves, RFC 6761)", Name: host, IsNotFound: true}}
+		}
+	}
+	return d.DialContext(ctx, c.network(), addr)
+}
+
 // expect reads the next control message, turning a server error or an
 // unexpected answer into an Error.
 func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
@@ -410,7 +436,7 @@ func (c *Client) expectWithin(ctl *ctrl, want, addr string, wait time.Duration) 
 		case errors.As(err, &ne) && ne.Timeout():
 			return nil, errorf(CodeTimeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
 		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server?", "%s closed the connection", addr)
+			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again", "%s closed the connection", addr)
 		case errors.Is(err, errProtocol):
 			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it a tcpscope or iperf3 server?", Err: err}
 		}

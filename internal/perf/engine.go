@@ -145,7 +145,7 @@ func (c *Client) NewRun(addr string, cfg model.TestConfig) *model.Run { return c
 // connect (where the MSS clamp and the receive buffer must be). Its
 // errors are coded Errors with hints.
 func (c *Client) Dial(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role) (*net.TCPConn, error) {
-	nc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
+	nc, err := c.dial(ctx, c.dialer(cfg, role), addr)
 	if err != nil {
 		return nil, classifyDial(err, addr)
 	}

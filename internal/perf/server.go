@@ -413,7 +413,7 @@ func (s *Server) admit(t *serverTest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return errorf(CodeShutdown, "try another server, or this one later", "server going away (lame duck): admitting no new tests")
+		return errorf(CodeShutdown, "use another server, or this one later", "server going away (lame duck): admitting no new tests")
 	}
 	if s.running[string(t.cookie)] != nil {
 		// iperf3's client picks the cookie: control connections that
@@ -423,7 +423,7 @@ func (s *Server) admit(t *serverTest) error {
 	}
 	srv := s.policy.Server
 	if n := len(s.running); n >= srv.MaxTests {
-		return errorf(CodeBusy, "try again when a test has finished, or raise the server's --max-tests",
+		return errorf(CodeBusy, "run again when a test has finished, or raise the server's --max-tests",
 			"server busy (%d running, limit %d)", n, srv.MaxTests)
 	}
 	mine, classTests, streams, classStreams := 0, 0, 0, 0
@@ -440,16 +440,16 @@ func (s *Server) admit(t *serverTest) error {
 	cl := t.class
 	switch {
 	case mine >= cl.MaxTestsPerAddr:
-		return errorf(CodeBusy, "try again when one of them has finished",
+		return errorf(CodeBusy, "run again when one of them has finished",
 			"%d tests from your address are running (limit %d)", mine, cl.MaxTestsPerAddr)
 	case classTests >= cl.TestsBound(srv):
-		return errorf(CodeBusy, "try again when a test has finished",
+		return errorf(CodeBusy, "run again when a test has finished",
 			"server busy for your network (%d of its tests running, limit %d)", classTests, cl.TestsBound(srv))
 	case streams+t.nconn > srv.MaxTotalStreams:
-		return errorf(CodeBusy, "try again with fewer streams or later, or raise the server's --max-total-streams",
+		return errorf(CodeBusy, "use fewer streams, or run again later, or raise the server's --max-total-streams",
 			"server busy (%d streams running, limit %d)", streams, srv.MaxTotalStreams)
 	case classStreams+t.nconn > cl.StreamsBound(srv):
-		return errorf(CodeBusy, "try again with fewer streams or later",
+		return errorf(CodeBusy, "use fewer streams, or run again later",
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
@@ -801,7 +801,7 @@ func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg m
 		c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
 		return streams, cfg, 0, err
 	case err != nil:
-		c.sendError(CodeShutdown, "server shutting down", "try again later")
+		c.sendError(CodeShutdown, "server shutting down", "run again later")
 		return streams, cfg, 0, err
 	}
 	m, err := c.recv(handshakeTimeout)
