@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -159,6 +160,14 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 	expect("no SYN-ACK", ExitTimeout, "timed out connecting", "test", fullListener(t), "--connect-timeout", "300")
 	expect("not a tcpscope server", ExitProtocol, "does not speak tcpscope's protocol", "test", foreignListener(t))
 	expect("reset at hello", ExitProtocol, "closed the connection", "test", resetListener(t))
+	limited := server(t, perf.Limits{MaxDuration: 300 * time.Millisecond})
+	expect("byte count cut by the server's limit", ExitBusy, "duration limit", "test", limited, "-n", "1T", "--no-diagnose")
+	t.Run("timed test at the server's limit", func(t *testing.T) {
+		// It meets the limit at its own end (ended server-limit): it ran.
+		if code, _, stderr := run("test", limited, "-t", "0.3", "--no-diagnose"); code != ExitOK {
+			t.Fatalf("exit %d, %q", code, stderr)
+		}
+	})
 	expect("calc hint", ExitUsage, "try: tcpscope calc bdp --help", "calc", "bdp", "--rate", "100Mb", "--rtt", "20ms")
 
 	// A server shut down mid-test (SIGTERM's path): the results so far
