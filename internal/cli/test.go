@@ -64,7 +64,9 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 		Example: `  tcpscope test 192.0.2.7              10 s, one stream, client sends
   tcpscope test 192.0.2.7 -R -P 4       server sends on 4 streams
   tcpscope test [2001:db8::7]:5202 -t 30 -w 4M -C cubic --json
-  tcpscope test 192.0.2.7 -u -b 50M     UDP at 50 Mbit/s: loss and jitter`,
+  tcpscope test 192.0.2.7 -u -b 50M     UDP at 50 Mbit/s: loss and jitter
+  tcpscope test 192.0.2.7 --dscp EF -i 0 --connect-timeout 3000 -T lab --logfile lab.log
+                                        iperf3's habits: DSCP, no intervals, a title, a log file`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				err := usagef("tcpscope test HOST[:PORT]", "test needs exactly one server address, got %d", len(args))
