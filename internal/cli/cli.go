@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
@@ -42,6 +43,12 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(hint, format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
 }
+
+// failure is an error of the environment, not of the command line
+// (exit 1), with a hint: a file that cannot be written, say.
+type failure struct{ msg, hint string }
+
+func (e *failure) Error() string { return e.msg }
 
 // exitError carries a chosen exit code for an outcome that was already
 // reported (an interrupted test prints its results, then exits 130).
@@ -110,6 +117,13 @@ func iperf3Habit(args []string) []string {
 func errorLine(err error) (int, string) {
 	code, hint := classify(err)
 	line := oneLine(err.Error())
+	// A hint of its own "try ..." (an older server's "try again when
+	// ...") would read "try: try ...".
+	if rest, ok := strings.CutPrefix(hint, "try again "); ok {
+		hint = "run again " + rest
+	} else if rest, ok := strings.CutPrefix(hint, "try "); ok {
+		hint = rest
+	}
 	if hint != "" {
 		line += " (try: " + hint + ")"
 	}
@@ -123,6 +137,14 @@ func classify(err error) (int, string) {
 	var pe *permissionError
 	if errors.As(err, &pe) {
 		return ExitPrivilege, pe.hint
+	}
+	var fe *failure
+	if errors.As(err, &fe) {
+		return ExitFailure, fe.hint
+	}
+	if errors.Is(err, lab.ErrNoNetem) {
+		// A system facility missing, as a missing tool is (README: 10).
+		return ExitPrivilege, "load sch_netem (modprobe sch_netem), or leave --backend at auto"
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {

@@ -70,7 +70,9 @@ func TestExitCodes(t *testing.T) {
 		{"-c without a host", []string{"-c"}, ExitUsage, "exactly one server address"},
 		{"root flag", []string{"--nope"}, ExitUsage, "try: tcpscope --help"},
 	}
+	covered := map[int]bool{}
 	for _, c := range cases {
+		covered[c.code] = true
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := run(c.args...)
 			if code != c.code {
@@ -84,6 +86,9 @@ func TestExitCodes(t *testing.T) {
 			}
 		})
 	}
+	// The paths that need more than a command line, and the README's
+	// table: every row has a path (exitcodes_test.go).
+	testExitPaths(t, covered)
 }
 
 // iperf3 users choose the mode with -c HOST or -s: tcpscope reads them

@@ -53,6 +53,9 @@ type serverFlags struct {
 	pidfile     string
 	logfile     string
 	idleTimeout time.Duration
+
+	// allowAffinity: clients may pin the server's process (test -A n,m).
+	allowAffinity bool
 }
 
 // limitFlags are the flags a limits file replaces.
@@ -151,6 +154,7 @@ came): exit 0, or 5 with -1, whose test never came.`,
 	fl.StringVarP(&f.pidfile, "pidfile", "I", "", "write the server's process id to this file (removed at exit), as iperf3 -I")
 	fl.StringVar(&f.logfile, "logfile", "", "append the server's output and log to this file instead of stdout and stderr")
 	fl.Var(seconds{&f.idleTimeout}, "idle-timeout", "exit when no test has run for this long (seconds, or 10m)")
+	fl.BoolVar(&f.allowAffinity, "allow-affinity", false, "let a client pin this server's process to a CPU for its test (test -A n,m), one test at a time; off: ignored with a warning (the pin holds every test, so a public server must not let a client choose it)")
 	return cmd
 }
 
@@ -310,6 +314,7 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 		return nil, nil, "", err
 	}
 	srv := &perf.Server{Policy: &policy, Tokens: tokens, Version: Version, Logger: logger}
+	srv.AllowAffinity = f.allowAffinity
 	pin, err := serverTLS(srv, f)
 	if err != nil {
 		return nil, nil, "", err

@@ -38,6 +38,16 @@ type testFlags struct {
 	tls        bool
 	tlsCA      string
 	tlsPin     string
+	// noIntervals: -i 0, iperf3's "no interval reports". The ends still
+	// sample at the default interval, for the summary and diagnosis.
+	noIntervals bool
+	// connectTimeout is --connect-timeout: connecting and the server's
+	// first answer (0: the defaults, 10 s each).
+	connectTimeout time.Duration
+	title          string // -T: each text line's prefix
+	logfile        string // --logfile: the output's file, appended to
+	timestamps     string // --timestamps: each text line's time, strftime or Go layout
+	dscpTOS        int    // --dscp, as the TOS byte it makes
 }
 
 func newTestCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
@@ -54,7 +64,9 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 		Example: `  tcpscope test 192.0.2.7              10 s, one stream, client sends
   tcpscope test 192.0.2.7 -R -P 4       server sends on 4 streams
   tcpscope test [2001:db8::7]:5202 -t 30 -w 4M -C cubic --json
-  tcpscope test 192.0.2.7 -u -b 50M     UDP at 50 Mbit/s: loss and jitter`,
+  tcpscope test 192.0.2.7 -u -b 50M     UDP at 50 Mbit/s: loss and jitter
+  tcpscope test 192.0.2.7 --dscp EF -i 0 --connect-timeout 3000 -T lab --logfile lab.log
+                                        iperf3's habits: DSCP, no intervals, a title, a log file`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				err := usagef("tcpscope test HOST[:PORT]", "test needs exactly one server address, got %d", len(args))
@@ -84,7 +96,10 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.IntVarP(&f.cfg.MSS, "mss", "M", 0, "TCP maximum segment size (TCP_MAXSEG)")
 	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")
 	fl.BoolVarP(&f.cfg.ZeroCopy, "zerocopy", "Z", false, "send with sendfile(2) from a memory file instead of write(2), as iperf3 -Z does: less sender CPU per byte")
-	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s)")
+	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s); 0: no interval reports, as iperf3 -i 0 (the kernels are still sampled each second for the summary and diagnosis)")
+	fl.VarP(tos{&f.cfg.TOS}, "tos", "S", "IP type of service of both ends' data packets (IP_TOS, IPV6_TCLASS), as iperf3 -S: 0-255, decimal, 0x hex or 0 octal")
+	fl.Var(dscp{&f.dscpTOS}, "dscp", "DiffServ code point of both ends' data packets, as iperf3: 0-63 or a name (EF, AF11-AF43, CS0-CS7, LE)")
+	fl.VarP(affinity{&f.cfg.ClientCPU, &f.cfg.ServerCPU}, "affinity", "A", "pin this process to CPU n (sched_setaffinity), and ask the server to pin itself to CPU m, as iperf3 -A (a tcpscope server lets clients pin it only with --allow-affinity)")
 	fl.VarP(seconds{&f.cfg.Omit}, "omit", "O", "leave the first seconds (slow start) out of the totals")
 	fl.Var(rate{&f.cfg.FQRate}, "fq-rate", "pace each sending stream at this rate (SO_MAX_PACING_RATE)")
 	fl.VarP(rate{&f.cfg.Bitrate}, "bitrate", "b", "each sending stream's application writes at most this fast (an application-limited sender); UDP: the sending rate, 0 for as fast as possible")
@@ -96,11 +111,16 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVar(&f.tls, "tls", false, "run the control connection over TLS, verifying the server's certificate by the system's roots (or --tls-ca)")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "trust this CA certificate (PEM) for --tls")
 	fl.StringVar(&f.tlsPin, "tls-pin", "", "run the control connection over TLS and trust exactly the server with this certificate pin (sha256/..., as the server prints it)")
+	fl.Var(millis{&f.connectTimeout}, "connect-timeout", "give up on a server that does not connect and answer within this: milliseconds as iperf3 (3000), or a unit (3s) (default 10s to connect, 10s to answer)")
 	fl.StringVar(&f.token, "token", "", "access token for a server that requires one (default $TCPSCOPE_TOKEN)")
 	fl.BoolVarP(&f.json, "json", "J", false, "print one JSON document at the end")
 	fl.BoolVar(&f.jsonStream, "json-stream", false, "print one JSON event per line as the test runs")
 	fl.BoolVarP(&f.verbose, "verbose", "V", false, "show more kernel variables per interval (text output; JSON has them all)")
 	fl.StringVarP(&f.format, "format", "f", "a", "rate units: a k m g t (bit/s) or A K M G T (byte/s), SI prefixes; or iperf3-json for iperf3's -J document")
+	fl.StringVarP(&f.title, "title", "T", "", `prefix every output line with "TITLE:  ", as iperf3 (text output)`)
+	fl.StringVar(&f.logfile, "logfile", "", "write the output to this file, appended to, as iperf3 (error lines go to stderr and the file)")
+	fl.StringVar(&f.timestamps, "timestamps", "", `prefix every output line with the time, as iperf3: a strftime FORMAT (default "%c ", Go's time.ANSIC and a space) or a Go layout (text output)`)
+	fl.Lookup("timestamps").NoOptDefVal = iperf3Timestamps
 	fl.BoolVar(&f.noDiagnose, "no-diagnose", false, "skip the diagnosis at the end")
 	fl.BoolVar(&f.iperf3, "iperf3", false, "the server is a stock iperf3 (-s): speak its protocol")
 	fl.BoolVar(&f.srvOutput, "get-server-output", false, "ask a stock iperf3 server for its own output (a tcpscope server's view is always shown)")
@@ -181,7 +201,24 @@ func formatArg(c *cobra.Command, args []string) string {
 	return out
 }
 
-func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) error {
+func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) (err error) {
+	stdout, done, err := testOutput(f, stdout)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if f.logfile != "" && !f.json && !f.jsonStream && f.format != iperf3JSONFormat {
+		// As iperf3's log file, the file says why a test failed; the
+		// terminal does too (Main prints the error to stderr). A JSON
+		// file stays one document (-f iperf3-json's has the error).
+		defer func() {
+			var ee *exitError
+			if err != nil && !errors.As(err, &ee) {
+				_, line := errorLine(err)
+				fmt.Fprintf(stdout, "tcpscope: %s\n", line)
+			}
+		}()
+	}
 	run, printed, err := testRun(cmd, f, target, stdout, stderr)
 	if err != nil && !printed && f.format == iperf3JSONFormat {
 		if run == nil {
@@ -214,6 +251,13 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	client, err := newTestClient(f)
 	if err != nil {
 		return nil, false, err
+	}
+	if cpu := f.cfg.ClientCPU; cpu != nil {
+		unpin, err := perf.PinProcess(*cpu)
+		if err != nil {
+			return nil, false, usagef("give a CPU this process may run on (see nproc, taskset -p $$)", "-A %d: %v", *cpu, err)
+		}
+		defer unpin()
 	}
 	pr := newPresenter(f, format, stdout)
 	client.Observer = pr.observer
@@ -266,6 +310,16 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 	case changed("window") && f.cfg.Window == 0:
 		return usagef("leave -w out to let the kernel size the buffers", "-w 0: no buffer size")
 	}
+	if changed("dscp") {
+		if changed("tos") {
+			return usagef("--dscp sets the top six bits of -S's byte: give one", "-S and --dscp together")
+		}
+		f.cfg.TOS = f.dscpTOS
+	}
+	// -i 0 is iperf3's "no interval reports": the test still samples at
+	// the default interval (Normalize), which the summary's maxima and
+	// the diagnosis read; only the per-interval output goes.
+	f.noIntervals = changed("interval") && f.cfg.Interval == 0
 	if f.udp {
 		f.cfg.Protocol = model.UDP
 		if !cmd.Flags().Changed("bitrate") {
@@ -292,7 +346,8 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 // newTestClient is the client the flags describe: network, local
 // address, access token and TLS.
 func newTestClient(f *testFlags) (*perf.Client, error) {
-	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings}
+	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings,
+		ConnectTimeout: f.connectTimeout}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}
@@ -352,8 +407,17 @@ func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter
 		text := report.NewText(w, format, f.verbose)
 		p.observer, p.out = text, text
 	}
+	if f.noIntervals && p.observer != nil {
+		p.observer = noIntervals{p.observer}
+	}
 	return p
 }
+
+// noIntervals passes a test's start on and drops its intervals: -i 0's
+// output, whose summary is the only report.
+type noIntervals struct{ perf.Observer }
+
+func (noIntervals) Interval(model.Side, *model.Interval) {}
 
 // fail ends a JSON-lines output with the error.
 func (p *presenter) fail(err error) {
@@ -402,7 +466,27 @@ func (p *presenter) end(ctx context.Context, run *model.Run, runErr error) (*mod
 	case interrupted:
 		return run, true, &exitError{code: ExitInterrupted}
 	}
-	return run, true, nil
+	return run, true, endedEarly(run)
+}
+
+// endedEarly is the error of a test the server stopped before its end,
+// whose results so far are printed: scripts tell it by the exit status.
+// A timed test that reached the server's duration limit ran its length
+// (a test asking for exactly the limit meets it at its end): no error.
+func endedEarly(run *model.Run) error {
+	switch run.Ended {
+	case "", "complete", "interrupted", "aborted":
+		return nil
+	case "server-limit":
+		if run.Config.Bytes == 0 {
+			return nil
+		}
+		return &perf.Error{Code: perf.CodeLimit, Msg: "the server stopped the test at its duration limit before the byte count was sent; the results so far are printed",
+			Hint: "ask for fewer bytes (-n, -k), or use a server with a longer --max-duration"}
+	}
+	// server-shutdown, or a reason a newer server gives.
+	return &perf.Error{Code: perf.CodeAborted, Msg: fmt.Sprintf("the server ended the test early (%s); the results so far are printed", run.Ended),
+		Hint: "run again when the server is back"}
 }
 
 // clientTLS sets the control connection's TLS configuration from the

@@ -25,6 +25,9 @@ type Client struct {
 	// client tells it; the test's byte count is Blocks blocks of its
 	// length. 0 for none.
 	Blocks int64
+	// fallback: the test falls back from the native protocol (Fallback),
+	// and says so in a warning from its start.
+	fallback bool
 }
 
 // fallbackWarning is the warning of a test that fell back to iperf3's
@@ -37,6 +40,9 @@ const fallbackWarning = "the server is a stock iperf3: the test used iperf3's pr
 // one test at a time, and re-creates its listener after a failed one):
 // an attempt that gets no test started is retried briefly.
 func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
+	fc := *c
+	fc.fallback = true
+	c = &fc
 	var run *model.Run
 	var err error
 	for attempt := range 5 {
@@ -57,9 +63,6 @@ func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig
 		if code := perf.CodeOf(err); code != perf.CodeBusy && code != perf.CodeAborted && code != perf.CodeProtocol && code != perf.CodeRefused {
 			break
 		}
-	}
-	if run != nil {
-		run.Warnings = append(run.Warnings, fallbackWarning)
 	}
 	return run, err
 }
@@ -95,6 +98,11 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	t := &clientTest{c: c, addr: addr, cfg: cfg, run: c.Native.NewRun(addr, cfg)}
 	t.run.Remote.Version = "iperf3"
 	t.run.Remote.NoKernelState = true
+	if c.fallback {
+		// Before the Observer's Begin, so that the text output says it
+		// above the results, not after them.
+		t.run.Warnings = append(t.run.Warnings, fallbackWarning)
+	}
 	defer t.close()
 	if err := t.handshake(ctx); err != nil {
 		return nil, err
@@ -147,6 +155,7 @@ func (t *clientTest) close() {
 // handshake opens the control connection, sends the cookie and the
 // parameters, and waits for CREATE_STREAMS.
 func (t *clientTest) handshake(ctx context.Context) error {
+	began := time.Now()
 	cc, err := t.c.Native.Dial(ctx, t.addr, nil, "")
 	if err != nil {
 		return err
@@ -162,8 +171,14 @@ func (t *clientTest) handshake(ctx context.Context) error {
 	if _, err := cc.Write(t.cookie); err != nil {
 		return &perf.Error{Code: perf.CodeAborted, Msg: "send cookie", Err: err}
 	}
-	if err := t.k.expect(stateParamExchange, perf.HandshakeTimeout); err != nil {
-		return wrapHandshake(err, t.addr)
+	// The first answer within what is left of --connect-timeout.
+	if err := t.k.expect(stateParamExchange, t.c.Native.AnswerWait(began)); err != nil {
+		err = wrapHandshake(err, t.addr)
+		if t.c.Native.ConnectTimeout > 0 && perf.CodeOf(err) == perf.CodeTimeout {
+			err = errorf(perf.CodeTimeout, fmt.Sprintf("is %s an iperf3 server, and not busy with a stuck client? a longer --connect-timeout waits more", t.addr),
+				"no answer from %s within the connect timeout of %v", t.addr, t.c.Native.ConnectTimeout)
+		}
+		return err
 	}
 	if err := t.k.sendJSON(t.c.params(&t.cfg)); err != nil {
 		return &perf.Error{Code: perf.CodeAborted, Msg: "send parameters", Err: err}
@@ -192,7 +207,7 @@ func (c *Client) params(cfg *model.TestConfig) params {
 	}
 	p := params{Omit: int(cfg.Omit / time.Second), Time: int(cfg.Duration / time.Second), Num: int64(cfg.Bytes), BlockCount: c.Blocks, Parallel: cfg.Parallel,
 		Len: int(cfg.Length), Window: int64(cfg.Window), MSS: cfg.MSS, Bandwidth: int64(cfg.Bitrate), FQRate: int64(cfg.FQRate),
-		Congestion: cfg.Congestion, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
+		Congestion: cfg.Congestion, TOS: cfg.TOS, ServerAffinity: cfg.ServerCPU, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
 		UDP: on(cfg.IsUDP()), TCP: on(!cfg.IsUDP()), Reverse: on(cfg.Reverse), Bidirectional: on(cfg.Bidir), NoDelay: on(cfg.NoDelay),
 		// A server that sends (-R, --bidir) sends with zero copy too.
 		Counters64: onInt(cfg.Counters64), ServerOutput: onInt(c.ServerOutput), ZeroCopy: onInt(cfg.ZeroCopy)}
@@ -251,7 +266,7 @@ func (t *clientTest) start(ctx context.Context) error {
 		return &perf.Error{Code: perf.CodeAborted, Msg: "interrupted before the test started", Err: ctx.Err()}
 	}
 	for i := range t.run.Streams {
-		setup, err := t.streams[i].Setup()
+		setup, err := t.streams[i].Setup(t.cfg.TOS != 0)
 		if err != nil {
 			return err
 		}

@@ -50,27 +50,30 @@ func newCookie() []byte {
 // params is the parameters JSON a client sends. iperf3 turns booleans on
 // by their presence, so they are pointers sent only when true.
 type params struct {
-	TCP           *bool  `json:"tcp,omitempty"`
-	UDP           *bool  `json:"udp,omitempty"`
-	Omit          int    `json:"omit"`
-	Time          int    `json:"time"`
-	Num           int64  `json:"num"`
-	BlockCount    int64  `json:"blockcount"`
-	Parallel      int    `json:"parallel"`
-	Len           int    `json:"len"`
-	Window        int64  `json:"window,omitempty"`
-	MSS           int    `json:"MSS,omitempty"`
-	Bandwidth     int64  `json:"bandwidth,omitempty"`
-	FQRate        int64  `json:"fqrate,omitempty"`
-	Congestion    string `json:"congestion,omitempty"`
-	Reverse       *bool  `json:"reverse,omitempty"`
-	Bidirectional *bool  `json:"bidirectional,omitempty"`
-	NoDelay       *bool  `json:"nodelay,omitempty"`
-	Counters64    *int   `json:"udp_counters_64bit,omitempty"`
-	ServerOutput  *int   `json:"get_server_output,omitempty"`
-	ZeroCopy      *int   `json:"zerocopy,omitempty"`
-	PacingTimer   int    `json:"pacing_timer"`
-	ClientVersion string `json:"client_version"`
+	TCP        *bool  `json:"tcp,omitempty"`
+	UDP        *bool  `json:"udp,omitempty"`
+	Omit       int    `json:"omit"`
+	Time       int    `json:"time"`
+	Num        int64  `json:"num"`
+	BlockCount int64  `json:"blockcount"`
+	Parallel   int    `json:"parallel"`
+	Len        int    `json:"len"`
+	Window     int64  `json:"window,omitempty"`
+	MSS        int    `json:"MSS,omitempty"`
+	Bandwidth  int64  `json:"bandwidth,omitempty"`
+	FQRate     int64  `json:"fqrate,omitempty"`
+	Congestion string `json:"congestion,omitempty"`
+	TOS        int    `json:"TOS,omitempty"`
+	// ServerAffinity asks the server to pin itself to a CPU (-A n,m).
+	ServerAffinity *int   `json:"server_affinity,omitempty"`
+	Reverse        *bool  `json:"reverse,omitempty"`
+	Bidirectional  *bool  `json:"bidirectional,omitempty"`
+	NoDelay        *bool  `json:"nodelay,omitempty"`
+	Counters64     *int   `json:"udp_counters_64bit,omitempty"`
+	ServerOutput   *int   `json:"get_server_output,omitempty"`
+	ZeroCopy       *int   `json:"zerocopy,omitempty"`
+	PacingTimer    int    `json:"pacing_timer"`
+	ClientVersion  string `json:"client_version"`
 }
 
 // results is the results JSON each side sends. Counters may come as -1
@@ -372,6 +375,7 @@ type paramsIn struct {
 	Bandwidth     float64         `json:"bandwidth"`
 	FQRate        float64         `json:"fqrate"`
 	Congestion    string          `json:"congestion"`
+	TOS           int             `json:"TOS"`
 	Reverse       json.RawMessage `json:"reverse"`
 	Bidirectional json.RawMessage `json:"bidirectional"`
 	NoDelay       json.RawMessage `json:"nodelay"`
@@ -414,7 +418,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		Bytes: model.Bytes(p.Num), Parallel: max(p.Parallel, 1), Length: model.Bytes(p.Len),
 		Window: model.Bytes(p.Window), MSS: p.MSS, Bitrate: model.Bitrate(p.Bandwidth), FQRate: model.Bitrate(p.FQRate),
 		Congestion: p.Congestion, Reverse: p.Reverse != nil, Bidir: p.Bidirectional != nil, NoDelay: p.NoDelay != nil,
-		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil,
+		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil, TOS: p.TOS,
 	}
 	if p.UDP != nil {
 		// iperf3 sends the UDP rate always (-b 0 omits it: unlimited),

@@ -74,6 +74,15 @@ type TestConfig struct {
 	// this fast until the senders' planned end: a slow consumer (a disk,
 	// a busy process) whose window closes.
 	ReadRate Bitrate `json:"read_rate,omitempty"`
+	// TOS is the IP type-of-service byte of both ends' data sockets
+	// (iperf3's -S; --dscp sets its top six bits); 0 leaves the
+	// kernel's default. A server older than this field ignores it.
+	TOS int `json:"tos,omitempty"`
+	// ClientCPU is the CPU the client pinned itself to (-A n), and
+	// ServerCPU the one it asked the server to pin itself to (-A n,m);
+	// nil: none. Whether the server did is in the run's warnings.
+	ClientCPU *int `json:"client_cpu,omitempty"`
+	ServerCPU *int `json:"server_cpu,omitempty"`
 }
 
 // Protocols of a test.
@@ -112,6 +121,9 @@ type SocketSetup struct {
 	RcvBuf     Bytes  `json:"rcvbuf"`
 	Congestion string `json:"congestion,omitempty"`
 	MSS        int    `json:"mss,omitempty"` // TCP_MAXSEG as read back
+	// TOS is the type-of-service byte as read back (IP_TOS or
+	// IPV6_TCLASS), when the test asked for one (-S, --dscp).
+	TOS *int `json:"tos,omitempty"`
 }
 
 // StreamInfo describes one data connection. A setup is nil when that

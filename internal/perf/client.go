@@ -40,7 +40,10 @@ type Client struct {
 	// run's warnings. (The engine measures; what a setup means, and how
 	// to fix it, is diagnose's: cli plugs in diagnose.BufferWarnings.)
 	SetupWarnings func(cfg *model.TestConfig, streams []model.StreamInfo) []string
-	// ConnectTimeout bounds each connection attempt (default 10 s).
+	// ConnectTimeout bounds reaching the server: connecting, and the
+	// control handshake up to the server's first answer together (a
+	// listener that never answers fails after it); and each data
+	// stream's connect. Zero: 10 s to connect and 10 s for each answer.
 	ConnectTimeout time.Duration
 	Observer       Observer
 	// Now is the wall clock for the run's start stamp (default time.Now).
@@ -95,7 +98,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	for i := range run.Streams {
 		// Read back once the handshakes are long done, as the server does.
-		setup, err := setupOf(streams[i])
+		setup, err := setupOf(streams[i], cfg.TOS != 0)
 		if err != nil {
 			return nil, wrapSocket(err, "read socket options")
 		}
@@ -109,6 +112,13 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	if c.SetupWarnings != nil {
 		run.Warnings = c.SetupWarnings(&cfg, run.Streams)
+	}
+	if cfg.TOS != 0 && len(run.Streams) > 0 && run.Streams[0].Server != nil && run.Streams[0].Server.TOS == nil {
+		// A server older than -S ignores the field it does not know.
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the server (%s) does not set the type of service: only this end's packets carry TOS %#x", w.Version, cfg.TOS))
+	}
+	if cfg.ServerCPU != nil && w.ServerCPU == nil {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("the server did not pin itself to CPU %d (-A): a tcpscope server lets clients pin it only when run with --allow-affinity, one test at a time", *cfg.ServerCPU))
 	}
 	if w.RateCap > 0 {
 		run.ServerRateCap = w.RateCap
@@ -140,7 +150,8 @@ func isIperf3Answer(b byte) bool { return b == 9 || b == 0xff || b == 0xfe }
 
 // handshake opens the control connection and is admitted to a test.
 func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConfig) (*net.TCPConn, *ctrl, *welcome, error) {
-	cc, err := c.dialer(nil, "").DialContext(ctx, c.network(), addr)
+	began := time.Now()
+	cc, err := c.dial(ctx, c.dialer(nil, ""), addr)
 	if err != nil {
 		return nil, nil, nil, classifyDial(err, addr)
 	}
@@ -151,7 +162,7 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	}
 	var ctlConn net.Conn = conn
 	if c.TLS != nil {
-		tc, err := c.startTLS(ctx, conn, addr)
+		tc, err := c.startTLS(ctx, conn, addr, c.AnswerWait(began))
 		if err != nil {
 			return fail(err)
 		}
@@ -159,21 +170,25 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	}
 	ctl := newCtrl(ctlConn, maxMessage)
 	if _, err := ctlConn.Write([]byte(controlMagic)); err != nil {
-		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+		return fail(helloFailed(err, addr))
 	}
 	if err := ctl.send(&message{Type: msgHello, Hello: &hello{Protocol: ProtocolVersion, Version: c.Version, Config: *cfg, Token: c.Token}}); err != nil {
-		return fail(&Error{Code: CodeAborted, Msg: "send hello", Err: err})
+		return fail(helloFailed(err, addr))
 	}
 	// A tcpscope server's first message starts with its length's high
 	// byte, 0 for any message it sends. A stock iperf3 server took our
 	// first 37 bytes for its cookie and answers with one state byte:
 	// PARAM_EXCHANGE, or busy, or an error.
-	_ = ctlConn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	_ = ctlConn.SetReadDeadline(time.Now().Add(c.AnswerWait(began)))
 	if b, err := ctl.r.Peek(1); c.TLS == nil && err == nil && isIperf3Answer(b[0]) {
 		return fail(ErrIperf3Server)
 	}
-	m, err := c.expect(ctl, msgWelcome, addr)
+	m, err := c.expectWithin(ctl, msgWelcome, addr, c.AnswerWait(began))
 	if err != nil {
+		if c.ConnectTimeout > 0 && CodeOf(err) == CodeTimeout {
+			err = errorf(CodeTimeout, fmt.Sprintf("is %s a tcpscope or iperf3 server, and not overloaded? a longer --connect-timeout waits more", addr),
+				"no answer from %s within the connect timeout of %v", addr, c.ConnectTimeout)
+		}
 		return fail(err)
 	}
 	if m.Welcome.Protocol != ProtocolVersion {
@@ -183,8 +198,21 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	return conn, ctl, m.Welcome, nil
 }
 
+// helloFailed is the error of a hello the server would not take: it
+// closed or reset the connection as it arrived (broken pipe, reset), as
+// a server that is not tcpscope's may, or one over its limits of
+// connections not yet in a test.
+func helloFailed(err error, addr string) error {
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		return &Error{Code: CodeProtocol, Msg: addr + " closed the connection at hello", Err: err,
+			Hint: "is " + addr + " a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again"}
+	}
+	return &Error{Code: CodeAborted, Msg: "send hello to " + addr, Err: err,
+		Hint: "the connection failed as it opened; run again, and check the path to " + addr}
+}
+
 // startTLS runs the TLS handshake on the control connection.
-func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string) (*tls.Conn, error) {
+func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string, wait time.Duration) (*tls.Conn, error) {
 	cfg := c.TLS.Clone()
 	if cfg.ServerName == "" {
 		if host, _, err := net.SplitHostPort(addr); err == nil {
@@ -195,7 +223,7 @@ func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string) (
 		cfg.MinVersion = tls.VersionTLS13
 	}
 	tc := tls.Client(conn, cfg)
-	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	hctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		var ce *tls.CertificateVerificationError
@@ -216,7 +244,7 @@ func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestCo
 	streams := make([]*Stream, 0, len(dirs))
 	for i, d := range dirs {
 		role := model.RoleOf(model.ClientSide, d)
-		dc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
+		dc, err := c.dial(ctx, c.dialer(cfg, role), addr)
 		if err != nil {
 			return streams, classifyDial(err, addr)
 		}
@@ -367,17 +395,48 @@ func (c *Client) dialer(cfg *model.TestConfig, role model.Role) *net.Dialer {
 	return d
 }
 
+// AnswerWait is how long a client that began connecting at began still
+// waits for the server's next answer in the handshake: what is left of
+// ConnectTimeout, or the handshake's 10 s without one. (The iperf3
+// client waits for its server's first state by it too.)
+func (c *Client) AnswerWait(began time.Time) time.Duration {
+	if c.ConnectTimeout <= 0 {
+		return handshakeTimeout
+	}
+	// At least a moment, so that a deadline already past reads as a
+	// timeout rather than as no deadline.
+	return max(c.ConnectTimeout-time.Since(began), time.Millisecond)
+}
+
+// dial connects d to addr. A name under .invalid fails as not found
+// without a lookup: RFC 6761 reserves it never to resolve, and a
+// resolver may still ask the network (tests use such names).
+func (c *Client) dial(ctx context.Context, d *net.Dialer, addr string) (net.Conn, error) {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "invalid" || strings.HasSuffix(h, ".invalid") {
+			return nil, &net.OpError{Op: "dial", Net: c.network(),
+				Err: &net.DNSError{Err: "no such host (.invalid never resolves, RFC 6761)", Name: host, IsNotFound: true}}
+		}
+	}
+	return d.DialContext(ctx, c.network(), addr)
+}
+
 // expect reads the next control message, turning a server error or an
 // unexpected answer into an Error.
 func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
-	m, err := ctl.recv(handshakeTimeout)
+	return c.expectWithin(ctl, want, addr, handshakeTimeout)
+}
+
+// expectWithin is expect waiting at most wait.
+func (c *Client) expectWithin(ctl *ctrl, want, addr string, wait time.Duration) (*message, error) {
+	m, err := ctl.recv(wait)
 	if err != nil {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
 			return nil, errorf(CodeTimeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
 		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server?", "%s closed the connection", addr)
+			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again", "%s closed the connection", addr)
 		case errors.Is(err, errProtocol):
 			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it a tcpscope or iperf3 server?", Err: err}
 		}

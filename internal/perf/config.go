@@ -146,6 +146,10 @@ func Normalize(c *model.TestConfig) error {
 		return errorf(CodeBadConfig, "use -O with a positive duration", "negative omit %v", c.Omit)
 	case c.Reverse && c.Bidir:
 		return errorf(CodeBadConfig, "--bidir already sends both ways", "-R and --bidir together")
+	case c.ClientCPU != nil && (*c.ClientCPU < 0 || *c.ClientCPU > 1023), c.ServerCPU != nil && (*c.ServerCPU < 0 || *c.ServerCPU > 1023):
+		return errorf(CodeBadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "CPU number out of range 0 to 1023")
+	case c.TOS < 0 || c.TOS > 255:
+		return errorf(CodeBadConfig, "use -S between 0 and 255 (--dscp between 0 and 63)", "type of service %d out of range", c.TOS)
 	case c.MSS < 0 || (c.MSS > 0 && (c.MSS < 88 || c.MSS > 65535)):
 		return errorf(CodeBadConfig, "use -M between 88 and 65535 bytes", "MSS %d out of range", c.MSS)
 	case c.FQRate < 0:

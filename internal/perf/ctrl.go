@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -84,23 +85,37 @@ func newCookie() []byte {
 // socketOptions are the options one end applies to a stream's socket.
 func socketOptions(cfg *model.TestConfig, role model.Role) tcpinfo.SocketOptions {
 	if cfg.IsUDP() {
-		o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window}
+		o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window, TOS: cfg.TOS}
 		if role == model.Sender {
 			o.MaxPacingRate = cfg.FQRate
 		}
 		return o
 	}
-	o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window, Congestion: cfg.Congestion, MSS: cfg.MSS}
+	o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window, Congestion: cfg.Congestion, MSS: cfg.MSS, TOS: cfg.TOS}
 	if role == model.Sender {
 		o.MaxPacingRate = cfg.FQRate
 	}
 	return o
 }
 
-// setupOf reads back what the kernel granted a stream's socket.
-func setupOf(st *Stream) (model.SocketSetup, error) {
+// setupOf reads back what the kernel granted a stream's socket; the
+// type-of-service byte too when the test set one (tos).
+func setupOf(st *Stream, tos bool) (model.SocketSetup, error) {
 	var s model.SocketSetup
 	var err error
+	if tos {
+		var c syscall.Conn
+		if st.udp != nil {
+			c = st.udp.conn
+		} else {
+			c = st.conn
+		}
+		v, err := tcpinfo.TOS(c)
+		if err != nil {
+			return s, err
+		}
+		s.TOS = &v
+	}
 	if st.udp != nil {
 		s.SndBuf, s.RcvBuf, err = tcpinfo.Buffers(st.udp.conn)
 		return s, err

@@ -64,9 +64,10 @@ func (s *Stream) Moved() int64 { return s.moved.Load() }
 // Close closes the stream's socket.
 func (s *Stream) Close() { s.close() }
 
-// Setup reads back what the kernel granted the stream's socket.
-func (s *Stream) Setup() (model.SocketSetup, error) {
-	st, err := setupOf(s)
+// Setup reads back what the kernel granted the stream's socket, and
+// its type-of-service byte when tos (the test set one).
+func (s *Stream) Setup(tos bool) (model.SocketSetup, error) {
+	st, err := setupOf(s, tos)
 	return st, wrapSocket(err, "read socket options")
 }
 
@@ -144,7 +145,7 @@ func (c *Client) NewRun(addr string, cfg model.TestConfig) *model.Run { return c
 // connect (where the MSS clamp and the receive buffer must be). Its
 // errors are coded Errors with hints.
 func (c *Client) Dial(ctx context.Context, addr string, cfg *model.TestConfig, role model.Role) (*net.TCPConn, error) {
-	nc, err := c.dialer(cfg, role).DialContext(ctx, c.network(), addr)
+	nc, err := c.dial(ctx, c.dialer(cfg, role), addr)
 	if err != nil {
 		return nil, classifyDial(err, addr)
 	}

@@ -84,6 +84,10 @@ type welcome struct {
 	// RateCap is the rate the server holds a TCP test to, all streams
 	// together (its limits for the client's address); 0: none.
 	RateCap model.Bitrate `json:"rate_cap,omitempty"`
+	// ServerCPU is the CPU the server pinned itself to for the test, as
+	// the hello's server_cpu asked; nil when it did not (it lets clients
+	// pin it only with AllowAffinity; an older server knows nothing of it).
+	ServerCPU *int `json:"server_cpu,omitempty"`
 }
 
 type start struct {

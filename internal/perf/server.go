@@ -61,6 +61,14 @@ type Server struct {
 	// here is bounded by its class's duration instead, so idle means
 	// only "nobody came".
 	IdleTimeout time.Duration
+	// AllowAffinity lets a client pin the server's process to a CPU for
+	// its test (-A n,m), one test at a time. Off by default: the pin
+	// holds every test the server runs, so a public server must not let
+	// a client choose it; the request is then ignored, and the client
+	// told (the welcome names no CPU) and warned.
+	AllowAffinity bool
+	pinMu         sync.Mutex
+	pinned        bool // a test holds the server pinned
 
 	// policy is Policy, or Limits as a policy (from Serve on).
 	policy  *limits.Table
@@ -468,7 +476,7 @@ func (s *Server) admit(t *serverTest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return errorf(CodeShutdown, "try another server, or this one later", "server going away (lame duck): admitting no new tests")
+		return errorf(CodeShutdown, "use another server, or this one later", "server going away (lame duck): admitting no new tests")
 	}
 	if s.OneTest && s.served {
 		return errorf(CodeBusy, "try another server: this one (server -1) ends after the test it runs",
@@ -482,7 +490,7 @@ func (s *Server) admit(t *serverTest) error {
 	}
 	srv := s.policy.Server
 	if n := len(s.running); n >= srv.MaxTests {
-		return errorf(CodeBusy, "try again when a test has finished, or raise the server's --max-tests",
+		return errorf(CodeBusy, "run again when a test has finished, or raise the server's --max-tests",
 			"server busy (%d running, limit %d)", n, srv.MaxTests)
 	}
 	mine, classTests, streams, classStreams := 0, 0, 0, 0
@@ -499,16 +507,16 @@ func (s *Server) admit(t *serverTest) error {
 	cl := t.class
 	switch {
 	case mine >= cl.MaxTestsPerAddr:
-		return errorf(CodeBusy, "try again when one of them has finished",
+		return errorf(CodeBusy, "run again when one of them has finished",
 			"%d tests from your address are running (limit %d)", mine, cl.MaxTestsPerAddr)
 	case classTests >= cl.TestsBound(srv):
-		return errorf(CodeBusy, "try again when a test has finished",
+		return errorf(CodeBusy, "run again when a test has finished",
 			"server busy for your network (%d of its tests running, limit %d)", classTests, cl.TestsBound(srv))
 	case streams+t.nconn > srv.MaxTotalStreams:
-		return errorf(CodeBusy, "try again with fewer streams or later, or raise the server's --max-total-streams",
+		return errorf(CodeBusy, "use fewer streams, or run again later, or raise the server's --max-total-streams",
 			"server busy (%d streams running, limit %d)", streams, srv.MaxTotalStreams)
 	case classStreams+t.nconn > cl.StreamsBound(srv):
-		return errorf(CodeBusy, "try again with fewer streams or later",
+		return errorf(CodeBusy, "use fewer streams, or run again later",
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
@@ -751,7 +759,9 @@ func closeStreams(streams []*Stream) {
 // come, and the totals exchanged for the client's bye. It returns this
 // end's report and how the test ended.
 func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) (model.EndReport, string, error) {
-	streams, ecfg, readCap, err := s.startStreams(ctx, c, t, cfg, dirs)
+	pinned, unpin := s.pin(cfg.ServerCPU)
+	defer unpin()
+	streams, ecfg, readCap, err := s.startStreams(ctx, c, t, cfg, dirs, pinned)
 	defer closeStreams(streams)
 	if err != nil {
 		return model.EndReport{}, "", err
@@ -808,17 +818,55 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	return rep, how, sendDone(c, rep, bye)
 }
 
+// pin pins the server's process to the CPU a client asked for, when the
+// server allows it and no other test holds a pin; it returns the CPU
+// pinned to (nil: none) and what undoes it.
+func (s *Server) pin(cpu *int) (*int, func()) {
+	nothing := func() {}
+	if cpu == nil {
+		return nil, nothing
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if !s.AllowAffinity {
+		log.Warn("a client asked to pin the server to a CPU (-A); ignored: the server allows it only with --allow-affinity", "cpu", *cpu)
+		return nil, nothing
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	if s.pinned {
+		log.Warn("a client asked to pin the server to a CPU (-A); ignored: another test holds a pin", "cpu", *cpu)
+		return nil, nothing
+	}
+	restore, err := PinProcess(*cpu)
+	if err != nil {
+		log.Warn("a client asked to pin the server to a CPU (-A); not pinned", "cpu", *cpu, "err", err)
+		return nil, nothing
+	}
+	s.pinned = true
+	cpuCopy := *cpu
+	return &cpuCopy, func() {
+		s.pinMu.Lock()
+		defer s.pinMu.Unlock()
+		restore()
+		s.pinned = false
+	}
+}
+
 // startStreams welcomes an admitted test, waits for its data connections
 // and the client's start, sets the streams' options and tells the client
 // they are set. It returns the streams (to close, even on an error),
 // this end's configuration and the rate its receivers may read at.
-func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction) ([]*Stream, model.TestConfig, model.Bitrate, error) {
+func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg model.TestConfig, dirs []model.Direction, pinned *int) ([]*Stream, model.TestConfig, model.Bitrate, error) {
 	var rateCap model.Bitrate
 	if !t.udp {
 		rateCap = t.class.MaxRate
 	}
 	if err := c.send(&message{Type: msgWelcome, Welcome: &welcome{
 		Protocol: ProtocolVersion, Version: s.Version, Kernel: tcpinfo.KernelRelease(), Cookie: t.cookie, StreamKeys: t.keys, RateCap: rateCap,
+		ServerCPU: pinned,
 	}}); err != nil {
 		return nil, cfg, 0, err
 	}
@@ -828,7 +876,7 @@ func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg m
 		c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
 		return streams, cfg, 0, err
 	case err != nil:
-		c.sendError(CodeShutdown, "server shutting down", "try again later")
+		c.sendError(CodeShutdown, "server shutting down", "run again later")
 		return streams, cfg, 0, err
 	}
 	m, err := c.recv(handshakeTimeout)
@@ -858,7 +906,7 @@ func setStreams(c *ctrl, streams []*Stream, ecfg *model.TestConfig) (*started, e
 			return nil, err
 		}
 		var err error
-		if st.Setups[i], err = setupOf(sm); err != nil {
+		if st.Setups[i], err = setupOf(sm, ecfg.TOS != 0); err != nil {
 			return nil, err
 		}
 		st.Addrs[i] = sm.netConn().LocalAddr().String()

@@ -24,6 +24,9 @@ type SocketOptions struct {
 	Congestion string
 	// MaxPacingRate caps the socket's pacing rate (SO_MAX_PACING_RATE).
 	MaxPacingRate model.Bitrate
+	// TOS is the IP header's type-of-service byte (IP_TOS, IPV6_TCLASS
+	// on an IPv6 socket): the DSCP in its top six bits (iperf3's -S).
+	TOS int
 }
 
 // isZero reports whether o asks for nothing.

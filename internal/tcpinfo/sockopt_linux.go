@@ -323,7 +323,77 @@ func apply(fd int, o SocketOptions) error {
 			return err
 		}
 	}
+	if o.TOS != 0 {
+		if err := setTOS(fd, o.TOS); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// setTOS sets the type-of-service byte as iperf3 does: IPV6_TCLASS on an
+// IPv6 socket, IP_TOS on an IPv4 one. An IPv6 socket gets IP_TOS too, for
+// the IPv4 peers it may reach through mapped addresses (a dual-stack
+// listener's connections); Linux takes it there since 5.x, and an older
+// kernel's refusal leaves the traffic class alone.
+func setTOS(fd, tos int) error {
+	if isIPv6(fd) {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos); err != nil {
+			return fmt.Errorf("set IPV6_TCLASS %d: %w", tos, err)
+		}
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos)
+		return nil
+	}
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TOS, tos); err != nil {
+		return fmt.Errorf("set IP_TOS %d: %w", tos, err)
+	}
+	return nil
+}
+
+// isIPv6 says whether fd is an IPv6 socket.
+func isIPv6(fd int) bool {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return false
+	}
+	_, ok := sa.(*unix.SockaddrInet6)
+	return ok
+}
+
+// TOS reads back a socket's type-of-service byte: IPV6_TCLASS on an IPv6
+// socket to an IPv6 peer, IP_TOS otherwise (an IPv4 socket, or an IPv6
+// one whose peer is an IPv4-mapped address, whose packets are IPv4). A
+// TCP socket's ECN bits are the kernel's, not the application's.
+func TOS(c syscall.Conn) (int, error) {
+	var tos int
+	err := control(c, "get IP_TOS", func(fd int) error {
+		level, opt, name := unix.IPPROTO_IP, unix.IP_TOS, "IP_TOS"
+		if isIPv6(fd) {
+			if p, err := unix.Getpeername(fd); err != nil || !isMapped(p) {
+				level, opt, name = unix.IPPROTO_IPV6, unix.IPV6_TCLASS, "IPV6_TCLASS"
+			}
+		}
+		var err error
+		if tos, err = unix.GetsockoptInt(fd, level, opt); err != nil {
+			return fmt.Errorf("get %s: %w", name, err)
+		}
+		return nil
+	})
+	return tos, err
+}
+
+// isMapped says whether sa is an IPv4-mapped IPv6 address.
+func isMapped(sa unix.Sockaddr) bool {
+	s6, ok := sa.(*unix.SockaddrInet6)
+	if !ok {
+		return false
+	}
+	for i := 0; i < 10; i++ {
+		if s6.Addr[i] != 0 {
+			return false
+		}
+	}
+	return s6.Addr[10] == 0xff && s6.Addr[11] == 0xff
 }
 
 func setBuffers(fd int, snd, rcv model.Bytes) error {

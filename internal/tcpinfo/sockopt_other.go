@@ -32,6 +32,9 @@ func SetMSS(c syscall.Conn, mss int) error { return ErrNotSupported }
 // MSS reports ErrNotSupported.
 func MSS(c syscall.Conn) (int, error) { return 0, ErrNotSupported }
 
+// TOS reports ErrNotSupported.
+func TOS(c syscall.Conn) (int, error) { return 0, ErrNotSupported }
+
 // PathMTU reports ErrNotSupported.
 func PathMTU(c syscall.Conn) (int, error) { return 0, ErrNotSupported }
 
