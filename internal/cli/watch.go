@@ -29,6 +29,7 @@ type watchFlags struct {
 	netns      string
 	target     model.Bitrate
 	noProcess  bool
+	all        bool
 }
 
 func newWatchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -41,6 +42,14 @@ window did: endpoints, state, congestion control, goodput now, RTT, cwnd,
 retransmissions, owning process, fastest first, refreshing. FILTER is ss's
 kind, applied in the kernel: dport 22, sport 443, dst 10.0.0.0/8,
 src 192.0.2.7, state established, pid 4711 (terms combine with and).
+
+As ss does without -a, the list leaves out listening, syn-recv, time-wait
+and closed sockets (the kernel does, so a busy host's dump stays cheap),
+unless the filter names a state. It also hides idle connections: those
+that neither sent nor received data for the last --refresh period (the
+kernel's last_data_sent and last_data_recv) and have nothing queued
+(Send-Q and Recv-Q 0), and says how many it hid. -a shows every socket in
+every state, idle or not. --json-stream lists idle connections too.
 
 --conn FILTER follows one connection: every sample's goodput, cwnd
 against the peer's window, RTT, what limited the sender, and the running
@@ -67,6 +76,7 @@ privilege; their owners, and --netns, need root.`,
 	fl.IntVarP(&f.count, "count", "c", 0, "stop after this many samples (0: until interrupted or the connection closes)")
 	fl.StringVar(&f.netns, "netns", "", "watch inside another network namespace: a name from ip netns, or a PID (root)")
 	fl.Var(rate{&f.target}, "target-rate", "the rate you expect; the diagnosis sizes its fixes for it")
+	fl.BoolVarP(&f.all, "all", "a", false, "show every socket: listening, time-wait and idle ones too (as ss -a)")
 	fl.BoolVar(&f.noProcess, "no-process", false, "do not look up the processes owning the connections (faster on busy hosts)")
 	return cmd
 }
@@ -130,6 +140,9 @@ func (f *watchFlags) config(filter string) (cfg watch.Config, flt sockdiag.Filte
 	}
 	if flt, err = sockdiag.Parse(filter); err != nil {
 		return cfg, flt, usagef("filters: dport N, sport N, dst ADDR[/BITS], src ADDR, state NAME, pid N", "%v", err)
+	}
+	if f.all {
+		flt = flt.ShowAll()
 	}
 	return watch.Config{Interval: f.interval, Count: f.count, Follow: f.conn != "", Filter: flt.String(),
 		Diagnose: diagnose.Options{Target: f.target}}, flt, nil

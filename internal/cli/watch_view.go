@@ -19,7 +19,8 @@ func (f *watchFlags) show(cfg watch.Config, stdout io.Writer) watch.Show {
 	if f.jsonStream || cfg.Follow {
 		return watch.Show{Frame: frameView(out, f.jsonStream)}
 	}
-	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1}
+	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1,
+		All: f.all}
 	return watch.Show{List: l.Write}
 }
 

@@ -13,14 +13,23 @@ import (
 
 // Filter selects sockets: every condition must hold.
 type Filter struct {
-	// States is a bit mask of TCP states (1 << state); 0 means every
-	// state but LISTEN.
+	// States is a bit mask of TCP states (1 << state); 0 means ss's
+	// default (every state but listen, syn-recv, time-wait and closed),
+	// or every state after ShowAll.
 	States uint32
 	// Conds are port and address conditions, compiled to bytecode.
 	Conds []Cond
 	// PIDs, when set, keep only sockets one of these processes holds.
 	PIDs []int
 	text string
+	all  bool
+}
+
+// ShowAll makes a filter that names no state match sockets in every state,
+// as ss -a: listeners and time-wait too.
+func (f Filter) ShowAll() Filter {
+	f.all = true
+	return f
 }
 
 // String is the filter as parsed.
@@ -44,15 +53,24 @@ func tcpStates() map[string]model.TCPState {
 	}
 }
 
-// allButListen is ss's default: every state except LISTEN.
+// allButListen is every state except LISTEN.
 const allButListen = (1<<12 - 1) &^ (1 << 10) &^ 1
+
+// ssDefault is ss's default without -a (its SS_CONN): every state but
+// listen, syn-recv, time-wait and closed. A host's list is otherwise
+// mostly time-wait rows, and the kernel leaves them out of the dump.
+const ssDefault = allButListen &^ (1 << 3) &^ (1 << 6) &^ (1 << 7)
+
+// allStates is every state, TCP_ESTABLISHED (1) to TCP_CLOSING (11).
+const allStates = (1<<12 - 1) &^ 1
 
 // Parse reads a filter in ss's words: terms joined by spaces or "and":
 //
 //	dport 22 · sport 443 · dport :443 · dst 10.0.0.0/8 · src 192.0.2.7
 //	dst 10.0.0.1:5201 · state established · state connected · pid 4711
 //
-// An empty string matches every connection (every state but listen).
+// An empty string matches every connection ss lists without -a: every
+// state but listen, syn-recv, time-wait and closed.
 func Parse(s string) (Filter, error) {
 	f := Filter{text: strings.TrimSpace(s)}
 	words := strings.Fields(strings.NewReplacer("=", " ", "==", " ").Replace(s))
@@ -156,8 +174,11 @@ var ErrUnsupported = errors.New("sockdiag: needs Linux")
 
 // statesOrDefault is the request's state mask.
 func (f Filter) statesOrDefault() uint32 {
-	if f.States == 0 {
-		return allButListen
+	switch {
+	case f.States == 0 && f.all:
+		return allStates
+	case f.States == 0:
+		return ssDefault
 	}
 	return f.States
 }

@@ -152,6 +152,7 @@ func (d *Decoder) Brief(b []byte, s *model.SocketBrief) error {
 	if m.Cong != nil {
 		s.TCP.Congestion = d.ccName(m.Cong)
 	}
+	s.TCP.RecvQ, s.TCP.SendQ = model.Some(model.Bytes(m.RQ)), model.Some(model.Bytes(m.WQ))
 	return nil
 }
 
