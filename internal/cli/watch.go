@@ -39,9 +39,15 @@ func newWatchCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "The TCP oscilloscope: the host's connections live, and one connection's kernel variables and diagnosis",
 		Long: `List the host's TCP connections with their kernel state, as Web100's main
 window did: endpoints, state, congestion control, goodput now, RTT, cwnd,
-retransmissions, owning process, fastest first, refreshing. FILTER is ss's
-kind, applied in the kernel: dport 22, sport 443, dst 10.0.0.0/8,
-src 192.0.2.7, state established, pid 4711 (terms combine with and).
+retransmissions, owning process, fastest first, refreshing.
+
+FILTER is ss's grammar: conditions dport 22, sport >= 1024, dport != 22,
+dst 10.0.0.0/8, src 192.0.2.7, dst 10.0.0.1:5201, state established,
+pid 4711, joined by and (&&, or nothing), or (||), not (!) and
+parentheses, e.g. '( dport 22 or sport 22 ) and state established'.
+Ports and addresses are matched in the kernel (inet_diag bytecode),
+states by the dump's state mask; a pid, or a state beside a port under
+or/not, is checked after the dump. Unlike ss, state may stand anywhere.
 
 As ss does without -a, the list leaves out listening, syn-recv, time-wait
 and closed sockets (the kernel does, so a busy host's dump stays cheap),
@@ -139,7 +145,11 @@ func (f *watchFlags) config(filter string) (cfg watch.Config, flt sockdiag.Filte
 		filter = f.conn
 	}
 	if flt, err = sockdiag.Parse(filter); err != nil {
-		return cfg, flt, usagef("filters: dport N, sport N, dst ADDR[/BITS], src ADDR, state NAME, pid N", "%v", err)
+		hint := "tcpscope watch --help shows the filters"
+		if pe := (*sockdiag.ParseError)(nil); errors.As(err, &pe) {
+			hint = pe.Hint
+		}
+		return cfg, flt, usagef(hint, "%v", err)
 	}
 	if f.all {
 		flt = flt.ShowAll()

@@ -185,7 +185,7 @@ func TestWatchListHidesIdle(t *testing.T) {
 				RecvQ: model.Some[model.Bytes](0), SendQ: model.Some(sendQ)}}}
 	}
 	l := watch.List{Rows: []watch.ListRow{
-		idle(40001, 5*time.Second, 5*time.Second, 0),       // idle
+		idle(40001, 5*time.Second, 5*time.Second, 0),        // idle
 		idle(40002, 200*time.Millisecond, 5*time.Second, 0), // sent within the refresh
 		idle(40003, 5*time.Second, 5*time.Second, 1000),     // data queued
 		{SocketBrief: model.SocketBrief{Local: netip.MustParseAddrPort("127.0.0.1:40004"), Remote: netip.MustParseAddrPort("127.0.0.1:22"),

@@ -155,8 +155,8 @@ func (c *Conn) Dump(f Filter, at time.Duration, procs *Procs) ([]model.Socket, e
 	if procs != nil {
 		procs.Fill(out)
 	}
-	if len(f.PIDs) > 0 {
-		out = slices.DeleteFunc(out, func(s model.Socket) bool { return !slices.Contains(f.PIDs, s.PID) })
+	if len(f.user) > 0 {
+		out = slices.DeleteFunc(out, func(s model.Socket) bool { return !f.keep(s.Local, s.Remote, s.IPv6, s.TCP.State, s.PID) })
 	}
 	return out, nil
 }
@@ -186,8 +186,11 @@ func ListInto[T any](c *Conn, f Filter, at time.Duration, procs *Procs, brief fu
 			return s.Inode, &s.PID, &s.Process
 		})
 	}
-	if len(f.PIDs) > 0 {
-		out = slices.DeleteFunc(out, func(r T) bool { return !slices.Contains(f.PIDs, brief(&r).PID) })
+	if len(f.user) > 0 {
+		out = slices.DeleteFunc(out, func(r T) bool {
+			s := brief(&r)
+			return !f.keep(s.Local, s.Remote, s.IPv6, s.TCP.State, s.PID)
+		})
 	}
 	return out, nil
 }
@@ -292,7 +295,7 @@ func (c *Conn) expect(f Filter) [2]int {
 	if c.dumped {
 		return c.last
 	}
-	if len(f.Conds) == 0 && f.States == 0 {
+	if f.expr == nil {
 		v4, v6 := sockstat()
 		return [2]int{v4, v6}
 	}
