@@ -57,6 +57,13 @@ kernel's last_data_sent and last_data_recv) and have nothing queued
 (Send-Q and Recv-Q 0), and says how many it hid. -a shows every socket in
 every state, idle or not. --json-stream lists idle connections too.
 
+On a terminal it opens the terminal view on the list, a picker like
+Web100's main window: arrow keys (or j/k) choose a connection, Enter
+follows it, Esc goes back to the list, q quits; in the follow view v
+toggles a pane of every tcp_info variable with its value and unit
+(absent ones said absent). Piped, or with -c, --json-stream or --record,
+it prints the list as text every --refresh.
+
 --conn FILTER follows one connection: every sample's goodput, cwnd
 against the peer's window, RTT, what limited the sender, and the running
 diagnosis by the same rules as 'tcpscope test'. When the filter matches
@@ -109,17 +116,17 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 		defer file.Close()
 		cfg.Record = watch.NewRecorder(pace.Output(file))
 	}
-	tui := cfg.Follow && !f.jsonStream && f.count == 0 && isTerminal(stdout) && isTerminal(os.Stdin)
-	if !tui {
+	// On a terminal, the terminal view: the picker over the list, or the
+	// followed connection (--conn). A list recorded (--record) is the
+	// text list's.
+	tui := !f.jsonStream && f.count == 0 && (cfg.Follow || f.record == "") && isTerminal(stdout) && isTerminal(os.Stdin)
+	if tui {
+		err = f.runScope(ctx, src, cfg, stdout)
+	} else {
 		// The terminal view says it in the view instead: a line on its
 		// terminal would tear the picture.
 		cfg.Notify = func(s string) { fmt.Fprintln(stderr, "tcpscope watch: "+s) }
-	}
-	s := watch.NewSession(src, cfg)
-	if tui {
-		err = runScope(ctx, s, stdout, cfg.Interval)
-	} else {
-		err = s.Run(ctx, f.show(cfg, stdout))
+		err = watch.NewSession(src, cfg).Run(ctx, f.show(cfg, stdout))
 	}
 	if nm := (*watch.NoMatchError)(nil); errors.As(err, &nm) {
 		return usagef("tcpscope watch lists them", "%v", err)

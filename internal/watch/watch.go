@@ -170,6 +170,12 @@ type ListRow struct {
 	New     bool
 }
 
+// Identity is the connection as a model.Socket without its kernel
+// sample: what Source.Get reads it again by (Session.Start).
+func (r *ListRow) Identity() model.Socket {
+	return model.Socket{Local: r.Local, Remote: r.Remote, IPv6: r.IPv6, Cookie: r.Cookie, Inode: r.Inode, PID: r.PID, Process: r.Process}
+}
+
 // Idle reports a connection with nothing to show over the last span: it
 // neither sent nor received data within it (the kernel's last_data_sent
 // and last_data_recv, so a first sample knows it too), moved nothing
