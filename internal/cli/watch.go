@@ -74,6 +74,8 @@ its last second's goodput is followed next; otherwise the watch ends with
 the closed connection's final numbers. Reading any user's sockets needs no
 privilege; their owners, and --netns, need root.`,
 		Example: `  tcpscope watch dport 22
+  tcpscope watch '( dport 22 or sport 22 ) and not src 10.0.0.0/8'
+  tcpscope watch -a state time-wait
   tcpscope watch --conn "dport 5201" --json-stream
   tcpscope watch --record backup.jsonl --conn "dst 10.1.2.3 dport 873"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -89,7 +91,7 @@ privilege; their owners, and --netns, need root.`,
 	fl.IntVarP(&f.count, "count", "c", 0, "stop after this many samples (0: until interrupted or the connection closes)")
 	fl.StringVar(&f.netns, "netns", "", "watch inside another network namespace: a name from ip netns, or a PID (root)")
 	fl.Var(rate{&f.target}, "target-rate", "the rate you expect; the diagnosis sizes its fixes for it")
-	fl.BoolVarP(&f.all, "all", "a", false, "show every socket: listening, time-wait and idle ones too (as ss -a)")
+	fl.BoolVarP(&f.all, "all", "a", false, "every socket: listening, time-wait and idle too (ss -a)")
 	fl.BoolVar(&f.noProcess, "no-process", false, "do not look up the processes owning the connections (faster on busy hosts)")
 	return cmd
 }
