@@ -4,10 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
-	"sync"
-	"time"
 
-	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/pace"
 	"github.com/tcpscope/tcpscope/internal/report"
 	"github.com/tcpscope/tcpscope/internal/scope"
@@ -40,9 +37,9 @@ func frameView(out io.Writer, asJSON bool) func(watch.Frame) error {
 // --conn the busiest match followed first. Its first sample is taken
 // before the view opens: a filter matching nothing is said on the
 // terminal, and the view opens naming the connection picked. The
-// sessions share one sock_diag source, one call at a time.
+// sessions share one sock_diag source: the view calls them one at a time.
 func (f *watchFlags) runScope(ctx context.Context, src watch.Source, cfg watch.Config, stdout io.Writer) error {
-	shared := &lockedSource{src: src}
+	shared := src
 	listCfg := cfg
 	listCfg.Follow, listCfg.Record = false, nil
 	lists := watch.NewSession(shared, listCfg)
@@ -79,31 +76,4 @@ func (f *watchFlags) runScope(ctx context.Context, src watch.Source, cfg watch.C
 	}
 	_, err := scope.Run(os.Stdin, stdout, sources, opt)
 	return err
-}
-
-// lockedSource lets sessions share a watch.Source one call at a time: a
-// sock_diag connection is not safe for concurrent use, and the terminal
-// view may still be reading a list when a followed connection's first
-// sample is asked for.
-type lockedSource struct {
-	mu  sync.Mutex
-	src watch.Source
-}
-
-func (l *lockedSource) Dump(at time.Duration) ([]model.Socket, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Dump(at)
-}
-
-func (l *lockedSource) List(at time.Duration) ([]watch.ListRow, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.List(at)
-}
-
-func (l *lockedSource) Get(s model.Socket, at time.Duration) (model.Socket, bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Get(s, at)
 }

@@ -15,6 +15,8 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -287,7 +289,8 @@ func wrap(s string, width int, indent string) string {
 
 // Sources are where the view's pictures come from (the cli wires them to
 // watch sessions over sock_diag). Each call may block on I/O; the view
-// makes one at a time.
+// makes one at a time, so sessions may share one source, and skips those
+// asked for before the user switched views.
 type Sources struct {
 	// List reads the filter's connections as a list: the view opens on
 	// it with a picker, unless Frames is set. Nil: no list (Esc quits).
@@ -331,6 +334,10 @@ type teaModel struct {
 	// lists counts the lists read since the picker came up: the second
 	// comes after Interval, for rates, the rest every Refresh.
 	lists int
+	// io holds the sources' calls one at a time; cur is gen for them,
+	// read from the commands' goroutines.
+	io  *sync.Mutex
+	cur *atomic.Int64
 }
 
 type frameMsg struct {
@@ -345,11 +352,26 @@ type listMsg struct {
 	err error
 }
 
+// call runs a source's call unless the view has switched since gen.
+func (m *teaModel) call(gen int, f func()) bool {
+	m.io.Lock()
+	defer m.io.Unlock()
+	if m.cur.Load() != int64(gen) {
+		return false
+	}
+	f()
+	return true
+}
+
 // frame asks the followed connection's source for a frame after d.
 func (m *teaModel) frame(d time.Duration) tea.Cmd {
 	gen, src := m.gen, m.frames
 	get := func() tea.Msg {
-		f, err := src()
+		var f watch.Frame
+		var err error
+		if !m.call(gen, func() { f, err = src() }) {
+			return nil
+		}
 		return frameMsg{gen, f, err}
 	}
 	if d == 0 {
@@ -362,7 +384,11 @@ func (m *teaModel) frame(d time.Duration) tea.Cmd {
 func (m *teaModel) list(d time.Duration) tea.Cmd {
 	gen, src := m.gen, m.src.List
 	get := func() tea.Msg {
-		l, err := src()
+		var l watch.List
+		var err error
+		if !m.call(gen, func() { l, err = src() }) {
+			return nil
+		}
 		return listMsg{gen, l, err}
 	}
 	if d == 0 {
@@ -384,15 +410,21 @@ func (m *teaModel) follow() tea.Cmd {
 	if !ok || m.src.Follow == nil {
 		return nil
 	}
-	m.gen++
+	m.switched()
 	m.following, m.frames = true, m.src.Follow(row)
 	m.st = State{Back: true, Vars: m.st.Vars}
 	return m.frame(0)
 }
 
+// switched counts a switch of views.
+func (m *teaModel) switched() {
+	m.gen++
+	m.cur.Store(int64(m.gen))
+}
+
 // back returns to the picker.
 func (m *teaModel) back() tea.Cmd {
-	m.gen++
+	m.switched()
 	m.following, m.lists = false, 0
 	return m.list(0)
 }
@@ -494,8 +526,7 @@ func (m *teaModel) View() tea.View {
 // picker on src.List, or, with src.Frames, the followed connection
 // first. It returns the follow view's last state.
 func Run(in io.Reader, out io.Writer, src Sources, opt Options) (*State, error) {
-	m := &teaModel{src: src, opt: opt, width: 100, height: 40, following: src.Frames != nil, frames: src.Frames,
-		st: State{Note: opt.Note, Back: src.List != nil}, pick: Picker{All: opt.All, Span: opt.Refresh, Filter: opt.Filter}}
+	m := newModel(src, opt)
 	p := tea.NewProgram(m, tea.WithInput(in), tea.WithOutput(out))
 	if _, err := p.Run(); err != nil {
 		return &m.st, fmt.Errorf("terminal view: %w", err)
@@ -504,4 +535,10 @@ func Run(in io.Reader, out io.Writer, src Sources, opt Options) (*State, error) 
 		return &m.st, m.pick.Err
 	}
 	return &m.st, m.st.Err
+}
+
+func newModel(src Sources, opt Options) *teaModel {
+	return &teaModel{src: src, opt: opt, width: 100, height: 40, following: src.Frames != nil, frames: src.Frames,
+		io: &sync.Mutex{}, cur: &atomic.Int64{},
+		st: State{Note: opt.Note, Back: src.List != nil}, pick: Picker{All: opt.All, Span: opt.Refresh, Filter: opt.Filter}}
 }

@@ -200,15 +200,16 @@ func TestVariables(t *testing.T) {
 // dropped when it comes.
 func TestKeys(t *testing.T) {
 	var followed []uint64
-	m := &teaModel{opt: Options{Interval: time.Millisecond, Refresh: time.Millisecond}, width: 100, height: 30,
-		pick: Picker{Span: time.Second}}
-	m.src = Sources{
-		List: func() (watch.List, error) { return watch.List{}, nil },
+	lists := 0
+	m := newModel(Sources{
+		List: func() (watch.List, error) { lists++; return watch.List{}, nil },
 		Follow: func(r watch.ListRow) Source {
 			followed = append(followed, r.Cookie)
 			return func() (watch.Frame, error) { return watch.Frame{}, nil }
 		},
-	}
+	}, Options{Interval: time.Millisecond, Refresh: time.Second})
+	m.width, m.height = 100, 30
+	stale := m.list(0) // asked for before the switch below, run after it
 	m.Update(listMsg{gen: 0, l: watch.List{Rows: []watch.ListRow{listRow(1, 40001, 3), listRow(2, 40002, 2), listRow(3, 40003, 1)}}})
 	m.key("down")
 	m.key("j")
@@ -216,7 +217,11 @@ func TestKeys(t *testing.T) {
 	if m.key("enter") == nil || !m.following || len(followed) != 1 || followed[0] != 2 || !m.st.Back {
 		t.Fatalf("enter: following %v, followed %v", m.following, followed)
 	}
-	// A list asked for before Enter comes late: dropped.
+	// A list asked for before Enter is not read, and one read comes
+	// late: dropped.
+	if msg := stale(); msg != nil || lists != 0 {
+		t.Errorf("a list asked for before the switch was read: %v, %d reads", msg, lists)
+	}
 	m.Update(listMsg{gen: 0, l: watch.List{}})
 	if r, _ := m.pick.Chosen(); r.Cookie != 2 {
 		t.Error("a stale list replaced the picker's")
@@ -237,7 +242,7 @@ func TestKeys(t *testing.T) {
 		t.Error("q does not quit")
 	}
 	// --conn without a list: Esc quits.
-	c := &teaModel{following: true, src: Sources{Frames: func() (watch.Frame, error) { return watch.Frame{}, nil }}}
+	c := newModel(Sources{Frames: func() (watch.Frame, error) { return watch.Frame{}, nil }}, Options{})
 	if _, ok := c.key("esc")().(tea.QuitMsg); !ok {
 		t.Error("esc without a list does not quit")
 	}
