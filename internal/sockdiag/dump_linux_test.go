@@ -141,7 +141,10 @@ func TestListMatchesDump(t *testing.T) {
 // The first dump's sizes come from the kernel's socket counts.
 func TestSockstat(t *testing.T) {
 	loopbackTransfer(t)
-	v4, _ := sockstat()
+	v4, _ := sockstat(false)
+	if all, _ := sockstat(true); all < v4 {
+		t.Errorf("with time-wait, %d IPv4 sockets; without, %d", all, v4)
+	}
 	if v4 < 2 {
 		t.Errorf("sockstat counts %d IPv4 TCP sockets with a loopback connection open", v4)
 	}
