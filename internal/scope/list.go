@@ -124,7 +124,11 @@ func RenderPicker(p *Picker, width, height int) string {
 		if r.PID != 0 {
 			proc = fmt.Sprintf("%s/%d", r.Process, r.PID)
 		}
-		cells = append(cells, []string{mark, r.Local.String(), r.Remote.String(), r.TCP.State.String(), r.Rate.String(), dir,
+		state := r.TCP.State.String()
+		if state == "established" {
+			state = "estab" // as ss writes it: the column is narrower
+		}
+		cells = append(cells, []string{mark, r.Local.String(), r.Remote.String(), state, r.Rate.String(), dir,
 			rttText(r.TCP.RTT), r.TCP.CwndBytes().Binary(), fmt.Sprint(r.Retrans), proc})
 	}
 	widths := make([]int, len(cells[0]))
@@ -136,9 +140,25 @@ func RenderPicker(p *Picker, width, height int) string {
 	// Left-aligned: the mark, addresses, state and process; the numbers
 	// right-aligned.
 	left := []bool{true, true, true, true, false, true, false, false, false, true}
+	// On a narrow screen columns give way, the follow view's detail
+	// first (retr, cwnd, RTT, state), so that the process stays.
+	drop := make([]bool, len(widths))
+	total := -1
+	for _, w := range widths {
+		total += w + 1
+	}
+	for _, j := range []int{8, 7, 6, 3} {
+		if total <= width {
+			break
+		}
+		drop[j], total = true, total-widths[j]-1
+	}
 	line := func(row []string) string {
 		var l strings.Builder
 		for j, c := range row {
+			if drop[j] {
+				continue
+			}
 			if j > 0 {
 				l.WriteString(" ")
 			}

@@ -114,8 +114,14 @@ func Render(s *State, width, height int) string {
 	if s.Back {
 		keys = "Esc: list  " + keys
 	}
-	b.WriteString(th.title.Render(fmt.Sprintf("tcpscope watch  %s → %s", r.Local, r.Remote)))
-	fmt.Fprintf(&b, "%s  %s  %s\n", proc, cc, state)
+	title := fmt.Sprintf("tcpscope watch  %s → %s", r.Local, r.Remote)
+	rest := fmt.Sprintf("%s  %s  %s", proc, cc, state)
+	b.WriteString(th.title.Render(title))
+	if len([]rune(title+rest)) > width {
+		// On a narrow screen the rest goes on a line of its own.
+		rest = "\n" + strings.TrimLeft(rest, " ")
+	}
+	b.WriteString(rest + "\n")
 	ecn := "off"
 	if t.Options.ECN {
 		ecn = "on"
@@ -151,7 +157,7 @@ func Render(s *State, width, height int) string {
 		}
 		return out
 	}
-	dir := "received"
+	dir := "recv"
 	if r.Sending {
 		dir = "sent"
 	}
@@ -166,7 +172,7 @@ func Render(s *State, width, height int) string {
 	line := func(label, value string, v []float64, top float64) {
 		fmt.Fprintf(&b, "%s %-17s %s\n", th.label.Render(fmt.Sprintf("%-8s", label)), value, sparkline(v, top))
 	}
-	line("goodput", fmt.Sprintf("%s %s", model.Bitrate(rate[len(rate)-1]), dir[:4]), rate, peak(rate))
+	line("goodput", fmt.Sprintf("%s %s", model.Bitrate(rate[len(rate)-1]), dir), rate, peak(rate))
 	line("retrans", fmt.Sprintf("%d (total %d)", r.Retrans, t.TotalRetrans), retr, peak(retr))
 	line("cwnd", t.CwndBytes().Binary(), cwnd, wmax)
 	line("peer wnd", t.SndWnd.V.Binary(), wnd, wmax)

@@ -3,6 +3,7 @@ package scope
 import (
 	"net/netip"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -245,5 +246,35 @@ func TestKeys(t *testing.T) {
 	c := newModel(Sources{Frames: func() (watch.Frame, error) { return watch.Frame{}, nil }}, Options{})
 	if _, ok := c.key("esc")().(tea.QuitMsg); !ok {
 		t.Error("esc without a list does not quit")
+	}
+}
+
+// ansi matches the styles' escape sequences.
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// At 80 columns no line of either view is wider than the screen.
+func TestEightyColumns(t *testing.T) {
+	s := model.Socket{Local: netip.MustParseAddrPort("10.199.249.1:42290"), Remote: netip.MustParseAddrPort("10.200.249.1:5202"),
+		PID: 21048, Process: "iperf3", TCP: model.Sample{State: model.TCPEstablished, Congestion: "bbr", SndCwnd: 44, SndMSS: 1448,
+			BBR: &model.BBRInfo{PacingGain: 1.25, CwndGain: 2}, RTT: 20 * time.Millisecond, MinRTT: model.Some(20 * time.Millisecond),
+			Options: model.Options{SACK: true, Timestamps: true, WindowScaling: true, SndWScale: 10, RcvWScale: 10}}}
+	st := &State{Back: true, Note: `2 connections match "dport 5202"; following the busiest, 10.199.249.1:42290 → 10.200.249.1:5202 (12.4 Mbit/s sent); also 10.199.249.1:42288 → 10.200.249.1:5202 (idle)`}
+	for i := range 30 {
+		st.Add(watch.Frame{At: time.Duration(i) * time.Second, Rows: []watch.Row{{Socket: s, Sending: true, Rate: 12.4e6,
+			Limited: model.Some(model.Limited{Rwnd: 0.96, Sndbuf: 0.02, Cwnd: 0.02})}},
+			Diagnosis: []model.Finding{{ID: "wscale-off", Severity: model.Critical, Confidence: model.High,
+				Summary: "Window scaling is off, so the receiver can offer at most 64 KiB: 26.1 Mbit/s at this RTT."}}})
+	}
+	p := &Picker{Span: time.Second}
+	p.Set(watch.List{At: time.Second, Rows: []watch.ListRow{{SocketBrief: s.Brief(), Rate: 12.4e6, Sending: true}}})
+	for name, out := range map[string]string{"follow": Render(st, 80, 40), "picker": RenderPicker(p, 80, 24)} {
+		for _, l := range strings.Split(out, "\n") {
+			if n := len([]rune(ansi.ReplaceAllString(l, ""))); n > 80 {
+				t.Errorf("%s: a line of %d columns: %q", name, n, l)
+			}
+		}
+		if name == "picker" && !strings.Contains(out, "iperf3/21048") {
+			t.Errorf("the picker cuts the process at 80 columns:\n%s", out)
+		}
 	}
 }
