@@ -19,15 +19,27 @@ type Var struct {
 	Absent      bool
 }
 
-// countUnits are the units of the plain counts, which their type does
-// not carry (durations, byte sizes and rates carry theirs).
-var countUnits = map[string]string{
-	"unacked": "segments", "sacked": "segments", "lost": "segments", "retrans": "segments", "fackets": "segments",
-	"snd_ssthresh": "segments", "snd_cwnd": "segments", "reordering": "segments", "total_retrans": "segments",
-	"segs_out": "segments", "segs_in": "segments", "data_segs_in": "segments", "data_segs_out": "segments",
-	"delivered": "segments", "delivered_ce": "segments", "rcv_ooopack": "packets", "received_ce": "packets",
-	"retransmits": "timeouts", "probes": "probes", "backoff": "doublings", "dsack_dups": "events",
-	"reord_seen": "events", "rehash": "events", "total_rto": "timeouts", "total_rto_recoveries": "recoveries",
+// countUnit is the unit of a plain count, which its type does not carry
+// (durations, byte sizes and rates carry theirs); "" for none.
+func countUnit(name string) string {
+	switch name {
+	case "unacked", "sacked", "lost", "retrans", "fackets", "snd_ssthresh", "snd_cwnd", "reordering", "total_retrans",
+		"segs_out", "segs_in", "data_segs_in", "data_segs_out", "delivered", "delivered_ce":
+		return "segments"
+	case "rcv_ooopack", "received_ce":
+		return "packets"
+	case "retransmits", "total_rto":
+		return "timeouts"
+	case "probes":
+		return "probes"
+	case "backoff":
+		return "doublings"
+	case "dsack_dups", "reord_seen", "rehash":
+		return "events"
+	case "total_rto_recoveries":
+		return "recoveries"
+	}
+	return ""
 }
 
 // Variables lists every variable of s, in model.Sample's order, BBR's
@@ -95,7 +107,7 @@ func format(name string, v reflect.Value) (string, bool) {
 	if name == "kernel_len" {
 		return fmt.Sprintf("%d B", v.Interface()), true
 	}
-	if u := countUnits[name]; u != "" {
+	if u := countUnit(name); u != "" {
 		return fmt.Sprintf("%v %s", v.Interface(), u), true
 	}
 	return fmt.Sprint(v.Interface()), true
