@@ -73,7 +73,8 @@ func (p *Picker) Chosen() (watch.ListRow, bool) {
 
 // RenderPicker draws the picker for a screen of width × height cells: a
 // header, the keys, and as many rows as fit, the chosen one marked and
-// kept in view.
+// kept in view (the first row shown is kept in p for the next picture,
+// so the list scrolls only as the choice moves).
 func RenderPicker(p *Picker, width, height int) string {
 	width = max(width, 40)
 	th := newTheme()

@@ -80,7 +80,9 @@ func newTheme() theme {
 		info: bold.Foreground(lipgloss.Color("10")), chosen: lipgloss.NewStyle().Reverse(true)}
 }
 
-// Render draws the state for a screen of width × height cells.
+// Render draws the state for a screen of width × height cells. Beside
+// the text, it only keeps VarsTop within the pane's rows: how far the
+// pane can scroll depends on the screen.
 func Render(s *State, width, height int) string {
 	width = max(width, 40)
 	th := newTheme()
