@@ -5,7 +5,7 @@
 // against the peer's window, RTT, the limited-by breakdown, negotiated
 // options and the running diagnosis, redrawn as samples arrive, or (v)
 // every kernel variable of it with its unit, absent ones said absent
-// (bubbletea). Render, RenderPicker and Variables are pure functions of
+// (bubbletea). Render, RenderPicker and Variables are functions of
 // the samples and the screen size, so the pictures are tested without a
 // terminal; Run wires them to one and reads no socket: its Sources do.
 package scope
