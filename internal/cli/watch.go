@@ -29,6 +29,7 @@ type watchFlags struct {
 	netns      string
 	target     model.Bitrate
 	noProcess  bool
+	all        bool
 }
 
 func newWatchCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -38,9 +39,30 @@ func newWatchCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "The TCP oscilloscope: the host's connections live, and one connection's kernel variables and diagnosis",
 		Long: `List the host's TCP connections with their kernel state, as Web100's main
 window did: endpoints, state, congestion control, goodput now, RTT, cwnd,
-retransmissions, owning process, fastest first, refreshing. FILTER is ss's
-kind, applied in the kernel: dport 22, sport 443, dst 10.0.0.0/8,
-src 192.0.2.7, state established, pid 4711 (terms combine with and).
+retransmissions, owning process, fastest first, refreshing.
+
+FILTER is ss's grammar: conditions dport 22, sport >= 1024, dport != 22,
+dst 10.0.0.0/8, src 192.0.2.7, dst 10.0.0.1:5201, state established,
+pid 4711, joined by and (&&, or nothing), or (||), not (!) and
+parentheses, e.g. '( dport 22 or sport 22 ) and state established'.
+Ports and addresses are matched in the kernel (inet_diag bytecode),
+states by the dump's state mask; a pid, or a state beside a port under
+or/not, is checked after the dump. Unlike ss, state may stand anywhere.
+
+As ss does without -a, the list leaves out listening, syn-recv, time-wait
+and closed sockets (the kernel does, so a busy host's dump stays cheap),
+unless the filter names a state. It also hides idle connections: those
+that neither sent nor received data for the last --refresh period (the
+kernel's last_data_sent and last_data_recv) and have nothing queued
+(Send-Q and Recv-Q 0), and says how many it hid. -a shows every socket in
+every state, idle or not. --json-stream lists idle connections too.
+
+On a terminal it opens the terminal view on the list, a picker like
+Web100's main window: arrow keys (or j/k) choose a connection, Enter
+follows it, Esc goes back to the list, q quits; in the follow view v
+toggles a pane of every tcp_info variable with its value and unit
+(absent ones said absent). Piped, or with -c, --json-stream or --record,
+it prints the list as text every --refresh.
 
 --conn FILTER follows one connection: every sample's goodput, cwnd
 against the peer's window, RTT, what limited the sender, and the running
@@ -52,6 +74,8 @@ its last second's goodput is followed next; otherwise the watch ends with
 the closed connection's final numbers. Reading any user's sockets needs no
 privilege; their owners, and --netns, need root.`,
 		Example: `  tcpscope watch dport 22
+  tcpscope watch '( dport 22 or sport 22 ) and not src 10.0.0.0/8'
+  tcpscope watch -a state time-wait
   tcpscope watch --conn "dport 5201" --json-stream
   tcpscope watch --record backup.jsonl --conn "dst 10.1.2.3 dport 873"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,6 +91,7 @@ privilege; their owners, and --netns, need root.`,
 	fl.IntVarP(&f.count, "count", "c", 0, "stop after this many samples (0: until interrupted or the connection closes)")
 	fl.StringVar(&f.netns, "netns", "", "watch inside another network namespace: a name from ip netns, or a PID (root)")
 	fl.Var(rate{&f.target}, "target-rate", "the rate you expect; the diagnosis sizes its fixes for it")
+	fl.BoolVarP(&f.all, "all", "a", false, "every socket: listening, time-wait and idle too (ss -a)")
 	fl.BoolVar(&f.noProcess, "no-process", false, "do not look up the processes owning the connections (faster on busy hosts)")
 	return cmd
 }
@@ -93,17 +118,17 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 		defer file.Close()
 		cfg.Record = watch.NewRecorder(pace.Output(file))
 	}
-	tui := cfg.Follow && !f.jsonStream && f.count == 0 && isTerminal(stdout) && isTerminal(os.Stdin)
-	if !tui {
+	// On a terminal, the terminal view: the picker over the list, or the
+	// followed connection (--conn). A list recorded (--record) is the
+	// text list's.
+	tui := !f.jsonStream && f.count == 0 && (cfg.Follow || f.record == "") && isTerminal(stdout) && isTerminal(os.Stdin)
+	if tui {
+		err = f.runScope(ctx, src, cfg, stdout)
+	} else {
 		// The terminal view says it in the view instead: a line on its
 		// terminal would tear the picture.
 		cfg.Notify = func(s string) { fmt.Fprintln(stderr, "tcpscope watch: "+s) }
-	}
-	s := watch.NewSession(src, cfg)
-	if tui {
-		err = runScope(ctx, s, stdout, cfg.Interval)
-	} else {
-		err = s.Run(ctx, f.show(cfg, stdout))
+		err = watch.NewSession(src, cfg).Run(ctx, f.show(cfg, stdout))
 	}
 	if nm := (*watch.NoMatchError)(nil); errors.As(err, &nm) {
 		return usagef("tcpscope watch lists them", "%v", err)
@@ -129,7 +154,14 @@ func (f *watchFlags) config(filter string) (cfg watch.Config, flt sockdiag.Filte
 		filter = f.conn
 	}
 	if flt, err = sockdiag.Parse(filter); err != nil {
-		return cfg, flt, usagef("filters: dport N, sport N, dst ADDR[/BITS], src ADDR, state NAME, pid N", "%v", err)
+		hint := "tcpscope watch --help shows the filters"
+		if pe := (*sockdiag.ParseError)(nil); errors.As(err, &pe) {
+			hint = pe.Hint
+		}
+		return cfg, flt, usagef(hint, "%v", err)
+	}
+	if f.all {
+		flt = flt.ShowAll()
 	}
 	return watch.Config{Interval: f.interval, Count: f.count, Follow: f.conn != "", Filter: flt.String(),
 		Diagnose: diagnose.Options{Target: f.target}}, flt, nil

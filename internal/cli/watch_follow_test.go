@@ -167,6 +167,63 @@ func TestWatchFollowsTheBusiestMatch(t *testing.T) {
 	}
 }
 
+// Three transfers match, each eight times the rate of the next: --conn
+// follows the fastest and names the other two, busier first, with a
+// filter for one of them.
+func TestWatchFollowsTheBusiestOfThree(t *testing.T) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { defer c.Close(); io.Copy(io.Discard, c) })
+		}
+	})
+	// Slowest first: 1, 8 and 64 KiB every 2 ms.
+	var ends []net.Addr
+	for _, size := range []int{1 << 10, 8 << 10, 64 << 10} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ends = append(ends, c.LocalAddr())
+		wg.Go(func() { pacedWriter(c, stop, size) })
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	filter := fmt.Sprintf("dport %d", port)
+	waitSockets(t, filter, func(s []model.Socket) bool {
+		return len(s) == 3 && min(s[0].TCP.BytesAcked.V, s[1].TCP.BytesAcked.V, s[2].TCP.BytesAcked.V) > 0
+	})
+	code, out, errOut := run("watch", "--conn", filter, "--json-stream", "-i", "100ms", "-c", "3")
+	if code != 0 {
+		t.Fatalf("watch --conn %q: exit %d: %s", filter, code, errOut)
+	}
+	fast, mid, slow := ends[2].String(), ends[1].String(), ends[0].String()
+	for i, f := range frames(t, out) {
+		if len(f.Rows) != 1 || f.Rows[0].Local.String() != fast {
+			t.Fatalf("frame %d follows %+v, not the fastest, %s", i, f.Rows, fast)
+		}
+	}
+	remote := ln.Addr().String()
+	t.Log(strings.TrimSpace(errOut))
+	note := fmt.Sprintf("3 connections match %q; following the busiest, %s → %s (", filter, fast, remote)
+	i, j, k := strings.Index(errOut, note), strings.Index(errOut, "also "+mid+" → "+remote+" ("), strings.Index(errOut, ", "+slow+" → "+remote+" (")
+	if i < 0 || j < i || k < j || !strings.Contains(errOut, fmt.Sprintf(`--conn "sport %d dport %d"`, ends[1].(*net.TCPAddr).Port, port)) {
+		t.Errorf("stderr does not name the fastest, then the others busier first:\n%s", errOut)
+	}
+}
+
 // Once the followed connection has two samples, every frame of a steady
 // transfer carries the running diagnosis. It used to be only on the
 // frames where it was recomputed, twice a second: one in five at -i
@@ -217,8 +274,11 @@ func TestWatchEndsWithTheTransfer(t *testing.T) {
 }
 
 // pacedSender writes to c, 64 KiB every 2 ms, until stop or an error.
-func pacedSender(c net.Conn, stop <-chan struct{}) {
-	buf := make([]byte, 64<<10)
+func pacedSender(c net.Conn, stop <-chan struct{}) { pacedWriter(c, stop, 64<<10) }
+
+// pacedWriter writes size bytes to c every 2 ms, until stop or an error.
+func pacedWriter(c net.Conn, stop <-chan struct{}, size int) {
+	buf := make([]byte, size)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for {

@@ -184,3 +184,18 @@ func waitListening(t *testing.T, p *lab.Pair, port string) {
 		t.Fatalf("nothing listens on port %s in host B: %v", port, err)
 	}
 }
+
+// A filter that does not parse is one line with its column and a hint,
+// exit 2 (usage).
+func TestWatchFilterErrors(t *testing.T) {
+	for q, want := range map[string]string{
+		"( dport 22 or sport 22": "column 23: the ( at column 1 is never closed",
+		"dport 22 or":            `column 12: a condition must follow "or"`,
+		"dport 22 )":             `column 10: ")" closes nothing`,
+	} {
+		code, _, stderr := run("watch", q)
+		if code != ExitUsage || !strings.Contains(stderr, want) || !strings.Contains(stderr, "try:") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("watch %q: exit %d, %q", q, code, stderr)
+		}
+	}
+}

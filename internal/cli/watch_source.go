@@ -50,7 +50,7 @@ func openSockSource(netns string, flt sockdiag.Filter, noProcess bool) (*sockSou
 	}
 	s.conn = conn
 	if noProcess {
-		if len(flt.PIDs) > 0 {
+		if flt.NeedsOwners() {
 			s.Close()
 			return nil, usagef("drop --no-process", "a pid filter needs the process lookup")
 		}

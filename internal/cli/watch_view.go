@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"time"
 
 	"github.com/tcpscope/tcpscope/internal/pace"
 	"github.com/tcpscope/tcpscope/internal/report"
@@ -19,7 +18,8 @@ func (f *watchFlags) show(cfg watch.Config, stdout io.Writer) watch.Show {
 	if f.jsonStream || cfg.Follow {
 		return watch.Show{Frame: frameView(out, f.jsonStream)}
 	}
-	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1}
+	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1,
+		All: f.all}
 	return watch.Show{List: l.Write}
 }
 
@@ -32,25 +32,48 @@ func frameView(out io.Writer, asJSON bool) func(watch.Frame) error {
 	return (&report.WatchFollow{Out: out}).Write
 }
 
-// runScope shows a following session in the terminal view. Its first
-// sample is taken first: a filter matching nothing is said on the
-// terminal, and the view opens naming the connection picked.
-func runScope(ctx context.Context, s *watch.Session, stdout io.Writer, interval time.Duration) error {
-	first, err := s.Next(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
+// runScope runs the terminal view: the picker over the filter's
+// connections, each chosen one followed by a session of its own, or with
+// --conn the busiest match followed first. Its first sample is taken
+// before the view opens: a filter matching nothing is said on the
+// terminal, and the view opens naming the connection picked. The
+// sessions share one sock_diag source: the view calls them one at a time.
+func (f *watchFlags) runScope(ctx context.Context, src watch.Source, cfg watch.Config, stdout io.Writer) error {
+	shared := src
+	listCfg := cfg
+	listCfg.Follow, listCfg.Record = false, nil
+	lists := watch.NewSession(shared, listCfg)
+	followCfg := cfg
+	followCfg.Follow = true
+	sources := scope.Sources{
+		List: lists.NextList,
+		Follow: func(r watch.ListRow) scope.Source {
+			s := watch.NewSession(shared, followCfg)
+			s.Start(r.Identity())
+			return func() (watch.Frame, error) { return s.Next(ctx) }
+		},
 	}
-	pending := &first
-	_, err = scope.Run(os.Stdin, stdout, func() (watch.Frame, error) {
-		if pending != nil {
-			fr := *pending
-			pending = nil
-			return fr, nil
+	opt := scope.Options{Interval: cfg.Interval, Refresh: f.refresh, All: f.all, Filter: cfg.Filter}
+	if cfg.Follow {
+		s := watch.NewSession(shared, cfg)
+		first, err := s.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return s.Next(ctx)
-	}, interval, s.Picked())
+		pending := &first
+		sources.Frames = func() (watch.Frame, error) {
+			if pending != nil {
+				fr := *pending
+				pending = nil
+				return fr, nil
+			}
+			return s.Next(ctx)
+		}
+		opt.Note = s.Picked()
+	}
+	_, err := scope.Run(os.Stdin, stdout, sources, opt)
 	return err
 }

@@ -81,7 +81,7 @@ type Socket struct {
 
 // Brief is s as a connection list shows it.
 func (s *Socket) Brief() SocketBrief {
-	return SocketBrief{Local: s.Local, Remote: s.Remote, Cookie: s.Cookie, Inode: s.Inode, PID: s.PID, Process: s.Process, TCP: s.TCP.Brief()}
+	return SocketBrief{Local: s.Local, Remote: s.Remote, IPv6: s.IPv6, Cookie: s.Cookie, Inode: s.Inode, PID: s.PID, Process: s.Process, TCP: s.TCP.Brief()}
 }
 
 // SocketBrief is a Socket as a connection list shows it: its ends, its
@@ -91,9 +91,11 @@ func (s *Socket) Brief() SocketBrief {
 // cheap, and the full Sample is read for the connections shown in detail.
 type SocketBrief struct {
 	Local, Remote netip.AddrPort
-	Cookie        uint64
-	Inode         uint32
-	PID           int
-	Process       string
-	TCP           SampleBrief
+	// IPv6 is an IPv6 socket (its IPv4-mapped addresses given unmapped).
+	IPv6    bool
+	Cookie  uint64
+	Inode   uint32
+	PID     int
+	Process string
+	TCP     SampleBrief
 }

@@ -143,6 +143,10 @@ type SampleBrief struct {
 	// BytesAcked and BytesReceived give a list its rates.
 	BytesAcked    Opt[Bytes]
 	BytesReceived Opt[Bytes]
+	// LastDataSent and LastDataRecv (absent without tcp_info), RecvQ and
+	// SendQ tell a list's idle connections (watch.ListRow.Idle).
+	LastDataSent, LastDataRecv Opt[time.Duration]
+	RecvQ, SendQ               Opt[Bytes]
 }
 
 // Brief is the part of s a connection list uses.
@@ -150,7 +154,16 @@ func (s *Sample) Brief() SampleBrief {
 	return SampleBrief{
 		At: s.At, State: s.State, Congestion: s.Congestion, RTT: s.RTT, SndMSS: s.SndMSS, SndCwnd: s.SndCwnd,
 		TotalRetrans: s.TotalRetrans, BytesAcked: s.BytesAcked, BytesReceived: s.BytesReceived,
+		LastDataSent: s.lastData(s.LastDataSent), LastDataRecv: s.lastData(s.LastDataRecv), RecvQ: s.RecvQ, SendQ: s.SendQ,
 	}
+}
+
+// lastData is a last_data_* time, absent when the kernel gave no tcp_info.
+func (s *Sample) lastData(d time.Duration) Opt[time.Duration] {
+	if s.KernelLen == 0 {
+		return Opt[time.Duration]{}
+	}
+	return Some(d)
 }
 
 // CwndBytes is the congestion window in bytes (the kernel counts segments).

@@ -30,10 +30,15 @@ type WatchList struct {
 	// Prime skips the first list, whose rates are all zero, when lists
 	// are drawn less often than sampled (not for a single list, -c 1).
 	Prime bool
+	// All lists every row (watch -a, whose dump has every state);
+	// otherwise the connections idle over the last Refresh
+	// (watch.ListRow.Idle) are left out, and counted.
+	All bool
 
 	lastDraw time.Duration
 	frames   int
 	buf      []byte // the last list's text, its memory reused
+	kept     []watch.ListRow
 }
 
 // Write draws l, unless the last list was drawn less than Refresh ago.
@@ -53,11 +58,23 @@ func (v *WatchList) Write(l watch.List) error {
 	if v.TTY {
 		b = append(b, "\x1b[H\x1b[2J"...)
 	}
-	what := "all connections but listeners"
-	if v.Filter != "" {
+	what := "all but listeners and time-wait"
+	switch {
+	case v.Filter != "":
 		what = v.Filter
+	case v.All:
+		what = "every socket"
+	}
+	hidden := 0
+	if !v.All {
+		hidden = len(l.Rows)
+		l.Rows = v.busy(l.Rows)
+		hidden -= len(l.Rows)
 	}
 	b = fmt.Appendf(b, "tcpscope watch: %d connections (%s) at %s\n", len(l.Rows), what, time.Now().Format("15:04:05"))
+	if hidden > 0 {
+		b = fmt.Appendf(b, "%d idle connections hidden (nothing sent, received or queued for %v; -a shows them)\n", hidden, v.Refresh)
+	}
 	// A busy host's list has tens of thousands of rows: two goroutines
 	// format half each, on two CPUs when there are.
 	half := len(l.Rows) / 2
@@ -83,6 +100,18 @@ func (v *WatchList) Write(l watch.List) error {
 	v.buf = b
 	_, err := v.Out.Write(b)
 	return err
+}
+
+// busy is the rows not idle over the last refresh, in v's own slice: the
+// list's rows are the session's.
+func (v *WatchList) busy(rows []watch.ListRow) []watch.ListRow {
+	v.kept = v.kept[:0]
+	for i := range rows {
+		if !rows[i].Idle(v.Refresh) {
+			v.kept = append(v.kept, rows[i])
+		}
+	}
+	return v.kept
 }
 
 // listTable lays rows out in the list's columns, after its header when

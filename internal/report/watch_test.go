@@ -174,3 +174,46 @@ connection closed; last sample: 12.5 Mbit/s received, cwnd 320 KiB, peer window 
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// Idle connections are left out of the list and counted; busy ones, and
+// those without tcp_info (nothing says they are idle), stay.
+func TestWatchListHidesIdle(t *testing.T) {
+	idle := func(port uint16, sent, recv time.Duration, sendQ model.Bytes) watch.ListRow {
+		return watch.ListRow{SocketBrief: model.SocketBrief{
+			Local: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), Remote: netip.MustParseAddrPort("127.0.0.1:22"),
+			TCP: model.SampleBrief{State: model.TCPEstablished, LastDataSent: model.Some(sent), LastDataRecv: model.Some(recv),
+				RecvQ: model.Some[model.Bytes](0), SendQ: model.Some(sendQ)}}}
+	}
+	l := watch.List{Rows: []watch.ListRow{
+		idle(40001, 5*time.Second, 5*time.Second, 0),        // idle
+		idle(40002, 200*time.Millisecond, 5*time.Second, 0), // sent within the refresh
+		idle(40003, 5*time.Second, 5*time.Second, 1000),     // data queued
+		{SocketBrief: model.SocketBrief{Local: netip.MustParseAddrPort("127.0.0.1:40004"), Remote: netip.MustParseAddrPort("127.0.0.1:22"),
+			TCP: model.SampleBrief{State: model.TCPTimeWait}}}, // no tcp_info
+		idle(40005, 9*time.Second, 9*time.Second, 0), // idle
+	}}
+	var out bytes.Buffer
+	v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second}
+	if err := v.Write(l); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"3 connections", "2 idle connections hidden", ":40002", ":40003", ":40004"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("list lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{":40001", ":40005"} {
+		if strings.Contains(got, not) {
+			t.Errorf("list shows the idle %s:\n%s", not, got)
+		}
+	}
+	if len(l.Rows) != 5 || l.Rows[0].Local.Port() != 40001 {
+		t.Error("hiding changed the session's rows")
+	}
+	out.Reset()
+	v = &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, All: true}
+	if err := v.Write(l); err != nil || !strings.Contains(out.String(), "5 connections") || strings.Contains(out.String(), "hidden") {
+		t.Errorf("-a list:\n%s", out.String())
+	}
+}

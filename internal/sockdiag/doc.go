@@ -12,9 +12,15 @@
 // receives are encoded and decoded by package inetdiag beside it, which
 // does no I/O. It works on Linux; elsewhere Open reports ErrUnsupported.
 //
-// Filters are the `ss` kind ("dport 22", "dst 10.0.0.0/8", "state
-// established", "pid 4711"): Parse compiles ports and addresses to
-// inet_diag bytecode so the kernel does the matching and only matching
-// sockets cross into user space; states become the request's state mask;
-// a pid is matched here, through the socket inodes in /proc/PID/fd.
+// Filters are ss's grammar ("dport 22", "dst 10.0.0.0/8", "state
+// established", "pid 4711", joined by and, or, not and parentheses):
+// Parse reads them (parse.go) and filter.go compiles the ports and
+// addresses of the expression's top-level conjuncts to inet_diag
+// bytecode, "or" and "not" as the bytecode's forward jumps, so the kernel
+// does the matching and only matching sockets cross into user space; the
+// states an expression allows become the request's state mask (ss's
+// default without -a: no listening, syn-recv, time-wait or closed
+// sockets); what the kernel cannot test (a pid, through the socket
+// inodes in /proc/PID/fd, or a state under "or" beside a port) is checked
+// here after the dump.
 package sockdiag

@@ -155,8 +155,8 @@ func (c *Conn) Dump(f Filter, at time.Duration, procs *Procs) ([]model.Socket, e
 	if procs != nil {
 		procs.Fill(out)
 	}
-	if len(f.PIDs) > 0 {
-		out = slices.DeleteFunc(out, func(s model.Socket) bool { return !slices.Contains(f.PIDs, s.PID) })
+	if len(f.user) > 0 {
+		out = slices.DeleteFunc(out, func(s model.Socket) bool { return !f.keep(s.Local, s.Remote, s.IPv6, s.TCP.State, s.PID) })
 	}
 	return out, nil
 }
@@ -186,8 +186,11 @@ func ListInto[T any](c *Conn, f Filter, at time.Duration, procs *Procs, brief fu
 			return s.Inode, &s.PID, &s.Process
 		})
 	}
-	if len(f.PIDs) > 0 {
-		out = slices.DeleteFunc(out, func(r T) bool { return !slices.Contains(f.PIDs, brief(&r).PID) })
+	if len(f.user) > 0 {
+		out = slices.DeleteFunc(out, func(r T) bool {
+			s := brief(&r)
+			return !f.keep(s.Local, s.Remote, s.IPv6, s.TCP.State, s.PID)
+		})
 	}
 	return out, nil
 }
@@ -292,8 +295,8 @@ func (c *Conn) expect(f Filter) [2]int {
 	if c.dumped {
 		return c.last
 	}
-	if len(f.Conds) == 0 && f.States == 0 {
-		v4, v6 := sockstat()
+	if f.expr == nil {
+		v4, v6 := sockstat(f.statesOrDefault()&(1<<6) != 0)
 		return [2]int{v4, v6}
 	}
 	return [2]int{}
@@ -301,8 +304,10 @@ func (c *Conn) expect(f Filter) [2]int {
 
 // sockstat counts the IPv4 and IPv6 TCP sockets of this process's network
 // namespace, from /proc/net/sockstat and sockstat6 (0 where unreadable):
-// sockets in use, and for IPv4 also those in TIME-WAIT, of both families.
-func sockstat() (v4, v6 int) {
+// sockets in use, and with tw, for IPv4, also those in TIME-WAIT, of both
+// families (a dump without -a leaves them out, and a host may have tens
+// of thousands).
+func sockstat(tw bool) (v4, v6 int) {
 	read := func(path string, keys ...string) int {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -323,7 +328,11 @@ func sockstat() (v4, v6 int) {
 		}
 		return n
 	}
-	return read("/proc/net/sockstat", "TCP:", "inuse", "tw"), read("/proc/net/sockstat6", "TCP6:", "inuse")
+	keys := []string{"TCP:", "inuse"}
+	if tw {
+		keys = append(keys, "tw")
+	}
+	return read("/proc/net/sockstat", keys...), read("/proc/net/sockstat6", "TCP6:", "inuse")
 }
 
 // dump runs one dump request of one family and hands each reply to fn.

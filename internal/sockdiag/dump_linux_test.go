@@ -141,7 +141,10 @@ func TestListMatchesDump(t *testing.T) {
 // The first dump's sizes come from the kernel's socket counts.
 func TestSockstat(t *testing.T) {
 	loopbackTransfer(t)
-	v4, _ := sockstat()
+	v4, _ := sockstat(false)
+	if all, _ := sockstat(true); all < v4 {
+		t.Errorf("with time-wait, %d IPv4 sockets; without, %d", all, v4)
+	}
 	if v4 < 2 {
 		t.Errorf("sockstat counts %d IPv4 TCP sockets with a loopback connection open", v4)
 	}
@@ -153,7 +156,56 @@ func TestSockstat(t *testing.T) {
 	if e := c.expect(Filter{}); e[0] != v4 {
 		t.Errorf("a first dump expects %d IPv4 sockets of %d", e[0], v4)
 	}
-	if e := c.expect(Filter{States: 2}); e != [2]int{} {
+	established, _ := Parse("state established")
+	if e := c.expect(established); e != [2]int{} {
 		t.Errorf("a filtered first dump expects %v sockets", e)
+	}
+}
+
+// Without ShowAll, the kernel leaves time-wait (and listening) sockets
+// out of the dump, as ss does without -a; with it, they are listed.
+func TestDefaultStatesHideTimeWait(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := netip.MustParseAddrPort(client.LocalAddr().String())
+	lport := netip.MustParseAddrPort(ln.Addr().String()).Port()
+	// The client closes first: its end goes to time-wait once the
+	// server's FIN comes.
+	client.Close()
+	server.Close()
+	c, err := Open(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f, _ := Parse("sport " + itoa(local.Port()) + " dport " + itoa(lport))
+	waitFor(t, "the client's end in time-wait", func() bool {
+		socks, err := c.List(f.ShowAll(), 0, nil)
+		return err == nil && len(socks) == 1 && socks[0].TCP.State == model.TCPTimeWait
+	})
+	if socks, err := c.List(f, 0, nil); err != nil || len(socks) != 0 {
+		t.Errorf("default states: %d sockets (%v), want the time-wait one left out", len(socks), err)
+	}
+	if socks, err := c.Dump(f, 0, nil); err != nil || len(socks) != 0 {
+		t.Errorf("default states, dump: %d sockets (%v)", len(socks), err)
+	}
+	// The listener: only with ShowAll.
+	lf, _ := Parse("sport " + itoa(lport) + " src 127.0.0.1")
+	if socks, _ := c.List(lf, 0, nil); len(socks) != 0 {
+		t.Errorf("the listener is listed by default: %+v", socks)
+	}
+	if socks, _ := c.List(lf.ShowAll(), 0, nil); len(socks) != 1 || socks[0].TCP.State != model.TCPListen {
+		t.Errorf("ShowAll does not list the listener: %+v", socks)
 	}
 }

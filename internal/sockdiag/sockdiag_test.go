@@ -7,51 +7,11 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
-
-func TestParse(t *testing.T) {
-	f, err := Parse("dport 5201 and dst 10.0.0.0/8 state established pid 42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Cond{{Dst: true, Port: 5201}, {Dst: true, Prefix: netip.MustParsePrefix("10.0.0.0/8")}}
-	if !slices.Equal(f.Conds, want) || f.States != 1<<1 || !slices.Equal(f.PIDs, []int{42}) {
-		t.Errorf("parsed %+v", f)
-	}
-	f, _ = Parse("sport = :22 src 192.0.2.7:443 dst [2001:db8::1]:80")
-	if len(f.Conds) != 3 || f.Conds[0] != (Cond{Port: 22}) ||
-		f.Conds[1] != (Cond{Port: 443, Prefix: netip.MustParsePrefix("192.0.2.7/32")}) ||
-		f.Conds[2] != (Cond{Dst: true, Port: 80, Prefix: netip.MustParsePrefix("2001:db8::1/128")}) || !f.v6Only() {
-		t.Errorf("parsed %+v", f)
-	}
-	if f, _ := Parse(""); f.statesOrDefault()&(1<<10) != 0 || f.statesOrDefault()&(1<<1) == 0 {
-		t.Error("the default states include listen or lack established")
-	}
-	// Every state, TCP_ESTABLISHED (1) to TCP_CLOSING (11), as ss's "all".
-	if f, _ := Parse("state all"); f.States != 0xffe {
-		t.Errorf("state all: mask %#x, want %#x", f.States, 0xffe)
-	}
-	for in, want := range map[string]string{
-		"dport":             "needs a value",
-		"dport 0":           "want 1 to 65535",
-		"dport 70000":       "want 1 to 65535",
-		"dst nowhere":       "want an IP",
-		"state sleeping":    "state",
-		"pid -1":            "want a process id",
-		"colour blue":       "unknown word",
-		"dst 10.0.0.0/33":   "want an IP",
-		"sport :http-alt x": "want 1 to 65535",
-	} {
-		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Parse(%q) = %v, want an error with %q", in, err, want)
-		}
-	}
-}
 
 func TestBytecodeLayout(t *testing.T) {
 	f, _ := Parse("dport 5201 src 127.0.0.0/8")

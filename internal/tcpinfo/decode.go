@@ -225,6 +225,8 @@ func decodeBrief(b []byte, bigEndian bool) (model.SampleBrief, error) {
 		TotalRetrans:  f.u32(offTotalRetrans),
 		BytesAcked:    f.bytes64(offBytesAcked),
 		BytesReceived: f.bytes64(offBytesReceived),
+		LastDataSent:  model.Some(msec(f.u32(offLastDataSent))),
+		LastDataRecv:  model.Some(msec(f.u32(offLastDataRecv))),
 	}, nil
 }
 

@@ -45,6 +45,9 @@ func (s *Session) follow(ctx context.Context) (time.Duration, []model.Socket, er
 	if ok && open(&sk) {
 		return at, []model.Socket{sk}, nil
 	}
+	if s.pinned {
+		return at, nil, nil
+	}
 	return s.takeOver(ctx, at)
 }
 

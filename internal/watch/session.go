@@ -102,6 +102,9 @@ type Session struct {
 	// naming it among the filter's matches.
 	cur    *model.Socket
 	picked string
+	// pinned: the connection was given (Start), not picked among the
+	// filter's matches, so none takes its place when it closes.
+	pinned bool
 }
 
 // NewSession starts a session's clock.
@@ -121,6 +124,25 @@ func NewSession(src Source, cfg Config) *Session {
 // the filter matched; empty when it matched one (or before the first
 // sample).
 func (s *Session) Picked() string { return s.picked }
+
+// Start makes a following session follow sock, a connection the user
+// chose (the terminal view's picker), from its first sample: no look for
+// the busiest match first, and when it closes the session reports it
+// closed rather than follow another.
+func (s *Session) Start(sock model.Socket) {
+	s.cur, s.pinned, s.picked = &sock, true, ""
+}
+
+// NextList takes one sample of the filter's connections as a connection
+// list, as a listing session shows them (the terminal view's picker).
+func (s *Session) NextList() (List, error) {
+	at := s.clock.Since()
+	rows, err := s.src.List(at)
+	if err != nil {
+		return List{}, err
+	}
+	return s.lister.Add(at, rows), nil
+}
 
 // Next takes one sample: a frame of the filter's connections, or of the
 // followed one with its running diagnosis. Following, the first call

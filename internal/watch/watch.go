@@ -170,6 +170,27 @@ type ListRow struct {
 	New     bool
 }
 
+// Identity is the connection as a model.Socket without its kernel
+// sample: what Source.Get reads it again by (Session.Start).
+func (r *ListRow) Identity() model.Socket {
+	return model.Socket{Local: r.Local, Remote: r.Remote, IPv6: r.IPv6, Cookie: r.Cookie, Inode: r.Inode, PID: r.PID, Process: r.Process}
+}
+
+// Idle reports a connection with nothing to show over the last span: it
+// neither sent nor received data within it (the kernel's last_data_sent
+// and last_data_recv, so a first sample knows it too), moved nothing
+// since the previous sample, and has nothing queued either way (Send-Q
+// and Recv-Q 0). A socket whose kernel gave no tcp_info (time-wait) is
+// never idle: nothing says so.
+func (r *ListRow) Idle(span time.Duration) bool {
+	t := &r.TCP
+	sent, ok1 := t.LastDataSent.Get()
+	recv, ok2 := t.LastDataRecv.Get()
+	rq, ok3 := t.RecvQ.Get()
+	sq, ok4 := t.SendQ.Get()
+	return ok1 && ok2 && ok3 && ok4 && sent >= span && recv >= span && rq == 0 && sq == 0 && r.Rate == 0
+}
+
 // List is one sampling of a connection list.
 type List struct {
 	At time.Duration

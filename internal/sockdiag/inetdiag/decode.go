@@ -142,6 +142,7 @@ func (d *Decoder) Brief(b []byte, s *model.SocketBrief) error {
 		return err
 	}
 	s.Local, s.Remote = m.Local, m.Remote
+	s.IPv6 = m.Family == FamilyIPv6
 	s.Cookie, s.Inode = m.Cookie, m.Inode
 	if len(m.Info) > 0 {
 		if s.TCP, err = tcpinfo.DecodeBrief(m.Info); err != nil {
@@ -152,6 +153,7 @@ func (d *Decoder) Brief(b []byte, s *model.SocketBrief) error {
 	if m.Cong != nil {
 		s.TCP.Congestion = d.ccName(m.Cong)
 	}
+	s.TCP.RecvQ, s.TCP.SendQ = model.Some(model.Bytes(m.RQ)), model.Some(model.Bytes(m.WQ))
 	return nil
 }
 
