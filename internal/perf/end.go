@@ -714,6 +714,12 @@ func (e *End) sample() {
 	prevBytes := make([]int64, n)
 	prev := make([]model.Sample, n)
 	copy(prev, e.omitSample)
+	// Each sender's bytes acknowledged at its first read, and counted
+	// in intervals since.
+	ackBase, acked := make([]model.Opt[model.Bytes], n), make([]model.Bytes, n)
+	for i := range prev {
+		ackBase[i] = prev[i].BytesAcked
+	}
 	prevUDP := make([]model.Datagrams, n)
 	allDone := make(chan struct{})
 	go func() {
@@ -778,6 +784,24 @@ func (e *End) sample() {
 			b := s.moved.Load()
 			e.observe(i, &cur)
 			iv.Streams[i] = intervalOf(s, &prev[i], &cur, model.Bytes(b-prevBytes[i]), end-start)
+			switch {
+			case !ok:
+				// No kernel read covers this interval: what the
+				// kernel counted in it is unknown, not zero.
+				iv.Streams[i].OutOfOrder = model.Opt[uint32]{}
+			case s.role == model.Sender && s.udp == nil:
+				si := &iv.Streams[i]
+				si.AckedBytes = ackedIn(ackBase[i], &cur, model.Bytes(b), &acked[i])
+				// Over the time between the kernel reads: a final
+				// sample is taken when the stream ends, not on a tick.
+				if a, ok := si.AckedBytes.Get(); ok {
+					dt := cur.At - prev[i].At
+					if dt <= 0 {
+						dt = end - start
+					}
+					si.AckedRate = model.Some(model.RateOf(a, dt.Seconds()))
+				}
+			}
 			prev[i], prevBytes[i] = cur, b
 			if s.udp != nil {
 				d := s.udp.datagrams()
@@ -846,7 +870,29 @@ func intervalOf(s *Stream, prev, cur *model.Sample, moved model.Bytes, dt time.D
 	if s.role == model.Sender && s.udp == nil {
 		si.Limited = model.LimitedBetween(prev, cur)
 	}
+	if s.role == model.Receiver && s.udp == nil {
+		if a, ok := prev.RcvOOOPack.Get(); ok && cur.RcvOOOPack.OK {
+			si.OutOfOrder = model.Some(cur.RcvOOOPack.V - a)
+		}
+	}
 	return si
+}
+
+// ackedIn is what the receiver acknowledged since the last interval,
+// by the sender's kernel: its count since the stream's first read (base,
+// taken after the SYN's sequence number was acknowledged), capped by what
+// the application wrote by then (the count takes in the FIN's sequence
+// number too), less what earlier intervals counted (*counted, updated).
+// Absent when the kernel lacks the counter.
+func ackedIn(base model.Opt[model.Bytes], cur *model.Sample, written model.Bytes, counted *model.Bytes) model.Opt[model.Bytes] {
+	b, ok := base.Get()
+	if !ok || !cur.BytesAcked.OK || cur.BytesAcked.V < b {
+		return model.Opt[model.Bytes]{}
+	}
+	total := max(min(cur.BytesAcked.V-b, written), *counted)
+	in := total - *counted
+	*counted = total
+	return model.Some(in)
 }
 
 // totals summarises each stream over the measured period.

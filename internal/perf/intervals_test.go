@@ -150,3 +150,34 @@ func TestIntervalSenderFull(t *testing.T) {
 		t.Errorf("writes %v, want the %d intervals queued, in order", w, intervalQueue+1)
 	}
 }
+
+// An interval's acked bytes are the kernel's count since the first read,
+// never more than was written (the count takes in the FIN), never counted
+// twice, and absent without the counter.
+func TestAckedIn(t *testing.T) {
+	base := model.Some[model.Bytes](1)
+	at := func(acked model.Bytes) *model.Sample { return &model.Sample{BytesAcked: model.Some(acked)} }
+	var counted model.Bytes
+	for _, c := range []struct {
+		acked, written, want model.Bytes
+	}{
+		{1, 0, 0},          // nothing yet
+		{1001, 4000, 1000}, // in flight: 3000 B unacknowledged
+		{1001, 4000, 0},    // a stalled interval: a measured zero
+		{4002, 4000, 3000}, // all acknowledged, and the FIN: capped
+	} {
+		got, ok := ackedIn(base, at(c.acked), c.written, &counted).Get()
+		if !ok || got != c.want {
+			t.Fatalf("acked %d written %d: got %d (%v), want %d", c.acked, c.written, got, ok, c.want)
+		}
+	}
+	if counted != 4000 {
+		t.Fatalf("counted %d, want 4000", counted)
+	}
+	if _, ok := ackedIn(model.Opt[model.Bytes]{}, at(5), 10, &counted).Get(); ok {
+		t.Fatal("acked bytes without a first count")
+	}
+	if _, ok := ackedIn(base, &model.Sample{}, 10, &counted).Get(); ok {
+		t.Fatal("acked bytes from a kernel without the counter")
+	}
+}

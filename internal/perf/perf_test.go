@@ -185,6 +185,19 @@ func checkRun(t *testing.T, run *model.Run) {
 				t.Fatalf("%s stream %d: intervals sum to %d B, total %d B", e.Side, s.ID, sum, e.Totals[s.ID].AllBytes)
 			}
 		}
+		// What the sender's kernel saw acknowledged, interval by
+		// interval, adds up to what the receiver read: no FIN, no SYN.
+		var acked model.Bytes
+		for i, iv := range snd.Intervals {
+			a, ok := iv.Streams[s.ID].AckedBytes.Get()
+			if !ok {
+				t.Fatalf("stream %d interval %d: the sender's acked bytes absent", s.ID, i)
+			}
+			acked += a
+		}
+		if acked != got.AllBytes {
+			t.Fatalf("stream %d: the sender's intervals acknowledged %d B, receiver read %d B", s.ID, acked, got.AllBytes)
+		}
 	}
 	// Each end reports its process's CPU use, the server in its done
 	// report (what -f iperf3-json prints as host_* and remote_*).
