@@ -7,8 +7,10 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -71,6 +73,18 @@ func TestTextGolden(t *testing.T) {
 		verbose bool
 		format  model.RateFormat
 	}{
+		// Recorded by this version: every TCP interval has the
+		// sender's acknowledged bytes.
+		{"tcp.json", false, model.RateAuto},
+		{"tcp.json", true, model.RateAuto},
+		{"reverse.json", false, model.RateAuto},
+		{"p4.json", false, model.RateAuto},
+		{"p4.json", true, model.RateAuto},
+		{"bidir2.json", false, model.RateAuto},
+		{"udp.json", false, model.RateAuto},
+		{"udp.json", true, model.RateAuto},
+		{"paced.json", false, model.RateAuto},
+		// Recorded before intervals carried acknowledged bytes.
 		{"bidir.json", false, model.RateAuto},
 		{"bidir.json", true, model.RateMbit},
 		{"reverse-omit.json", false, model.RateAutoBytes},
@@ -84,7 +98,7 @@ func TestTextGolden(t *testing.T) {
 	} {
 		run := load(t, c.run)
 		var out bytes.Buffer
-		txt := NewText(&out, c.format, c.verbose)
+		txt := NewText(&out, TextOptions{Format: c.format, Verbose: c.verbose})
 		replay(run, txt.Begin, txt.Interval)
 		if err := txt.End(run); err != nil {
 			t.Fatal(err)
@@ -94,32 +108,56 @@ func TestTextGolden(t *testing.T) {
 			name += "-verbose"
 		}
 		golden(t, name+"-"+string(c.format)+".txt", out.Bytes())
-		// Every interval of both ends was printed, once.
-		lines := strings.Count(out.String(), " sender ") + strings.Count(out.String(), " receiver ")
-		want := 0
-		for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
-			for _, iv := range e.Intervals {
-				want += len(iv.Streams)
-			}
-		}
-		if len(run.Streams) > 1 {
-			// [SUM] lines, one per role some end reported
-			ends := 2
-			if run.Remote.NoKernelState && !run.Config.Bidir {
-				ends = 1
-			}
-			want += ends * len(run.Client.Intervals)
-		}
-		if lines < want {
-			t.Errorf("%s: %d interval lines, want at least %d", name, lines, want)
+		// Every interval of every stream was printed, once, with a
+		// sum per direction when there are several streams.
+		if got, want := tableRows(out.String()), wantRows(run); got != want {
+			t.Errorf("%s: %d interval rows, want %d", name, got, want)
 		}
 	}
+}
+
+// tableRows counts the interval table's rows in a text output.
+func tableRows(text string) int {
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if rowLine.MatchString(l) {
+			n++
+		}
+	}
+	return n
+}
+
+var rowLine = regexp.MustCompile(`^\[( *\d+|SUM|C→S|S→C)\] \d+\.\d\d-`)
+
+// wantRows is the rows a run's intervals make: a row per stream either
+// end reported, and a sum per direction where there are several streams.
+func wantRows(run *model.Run) int {
+	dir := map[int]model.Direction{}
+	for _, s := range run.Streams {
+		dir[s.ID] = s.Direction
+	}
+	n := 0
+	for i := range max(len(run.Client.Intervals), len(run.Remote.Intervals)) {
+		ids, dirs := map[int]bool{}, map[model.Direction]bool{}
+		for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
+			if i < len(e.Intervals) {
+				for _, si := range e.Intervals[i].Streams {
+					ids[si.Stream], dirs[dir[si.Stream]] = true, true
+				}
+			}
+		}
+		n += len(ids)
+		if len(ids) > 1 {
+			n += len(dirs)
+		}
+	}
+	return n
 }
 
 func TestTextFlushesOneSidedIntervals(t *testing.T) {
 	run := load(t, "bidir.json")
 	var out bytes.Buffer
-	txt := NewText(&out, model.RateAuto, false)
+	txt := NewText(&out, TextOptions{Format: model.RateAuto})
 	txt.Begin(run)
 	for i := range run.Client.Intervals {
 		txt.Interval(model.ClientSide, &run.Client.Intervals[i])
@@ -194,7 +232,7 @@ func TestTextShowsRequestedWindow(t *testing.T) {
 	run := load(t, "bidir.json")
 	run.Config.Window = 256 * model.KiB
 	var out bytes.Buffer
-	txt := NewText(&out, model.RateAuto, false)
+	txt := NewText(&out, TextOptions{Format: model.RateAuto})
 	txt.Begin(run)
 	if !strings.Contains(out.String(), "requested with -w: 256 KiB each") || !strings.Contains(out.String(), "512 KiB expected") {
 		t.Fatalf("header lacks the request:\n%s", out.String())
@@ -276,13 +314,13 @@ func TestTextPeerWithoutKernel(t *testing.T) {
 		run  string
 		want []string
 	}{
-		{"iperf3-p2.json", []string{"server not measured", "CPU, % of one core over each end's test: client ", "server receiver"}},
-		{"iperf3-reverse-p2.json", []string{"retransmit  ", "RTT         not measured", "cc bbr, as the sender reported", ", server "}},
+		{"iperf3-p2.json", []string{"server buffers: not measured", "CPU, % of one core over each end's test: client ", "server receiver"}},
+		{"iperf3-reverse-p2.json", []string{"retransmit  ", "RTT         not measured", "cc bbr,\n              as the sender reported", "\n  server "}},
 		{"iperf3-udp.json", []string{"late (out of order) not measured"}},
 	} {
 		run := load(t, c.run)
 		var out bytes.Buffer
-		txt := NewText(&out, model.RateAuto, true)
+		txt := NewText(&out, TextOptions{Format: model.RateAuto, Verbose: true})
 		txt.Begin(run)
 		txt.Interval(model.ClientSide, &run.Client.Intervals[0])
 		if !strings.Contains(out.String(), "0.00-0.50 s") {
@@ -309,4 +347,95 @@ func TestTextPeerWithoutKernel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// renderText replays a recorded run through a Text with options o.
+func renderText(t *testing.T, run *model.Run, o TextOptions) string {
+	t.Helper()
+	var out bytes.Buffer
+	txt := NewText(&out, o)
+	replay(run, txt.Begin, txt.Interval)
+	if err := txt.End(run); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// Every line of the text output fits the width, in runes (µ, → and ⇄
+// are one column and several bytes), at the default 80 columns and
+// wider, with -V too. Only a fix's command is never broken, as it is
+// meant to be copied whole.
+func TestTextFitsWidth(t *testing.T) {
+	runs := []string{"tcp.json", "reverse.json", "p4.json", "bidir2.json", "udp.json", "paced.json",
+		"bidir.json", "reverse-omit.json", "iperf3-p2.json", "iperf3-reverse-p2.json", "iperf3-bidir.json", "iperf3-udp.json"}
+	for _, name := range runs {
+		run := load(t, name)
+		for _, width := range []int{0, 100, 132, 200} {
+			for _, verbose := range []bool{false, true} {
+				text := renderText(t, run, TextOptions{Format: model.RateAuto, Verbose: verbose, Width: width})
+				limit := max(width, MinWidth)
+				for i, l := range strings.Split(text, "\n") {
+					if n := utf8.RuneCountInString(l); n > limit && !strings.HasPrefix(strings.TrimLeft(l, " "), "fix, ") {
+						t.Errorf("%s, width %d, -V %v: line %d is %d columns:\n%s", name, width, verbose, i+1, n, l)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A wider terminal adds columns, the writes first: at 80 the sender's
+// rate is what its kernel saw acknowledged, and wider its write rate
+// stands beside it.
+func TestTextWiderAddsColumns(t *testing.T) {
+	run := load(t, "tcp.json")
+	head := func(text string) string {
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(l, "[ ID]") {
+				return l
+			}
+		}
+		t.Fatalf("no table header:\n%s", text)
+		return ""
+	}
+	narrow := head(renderText(t, run, TextOptions{Format: model.RateAuto}))
+	for _, col := range []string{"Acked", "Received", "Retr", "Cwnd", "sRTT", "Limited"} {
+		if !strings.Contains(narrow, col) {
+			t.Errorf("80 columns: no %s column: %q", col, narrow)
+		}
+	}
+	if strings.Contains(narrow, "Written") {
+		t.Errorf("80 columns: the write rate has no room: %q", narrow)
+	}
+	wide := head(renderText(t, run, TextOptions{Format: model.RateAuto, Width: 200}))
+	for _, col := range []string{"Written", "Rwnd", "minRTT", "Transfer", "OOO", "rcvRTT"} {
+		if !strings.Contains(wide, col) {
+			t.Errorf("200 columns: no %s column: %q", col, wide)
+		}
+	}
+	var out bytes.Buffer
+	txt := NewText(&out, TextOptions{Format: model.RateAuto, Width: 132})
+	replay(run, txt.Begin, txt.Interval)
+	if err := txt.End(run); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "tcp-wide-a.txt", out.Bytes())
+}
+
+// An interval no kernel read covers shows no acknowledged rate: a dash,
+// never 0 bit/s.
+func TestTextAckedAbsentIsNotZero(t *testing.T) {
+	run := load(t, "tcp.json")
+	si := &run.Client.Intervals[1].Streams[0]
+	si.AckedBytes, si.AckedRate = model.Opt[model.Bytes]{}, model.Opt[model.Bitrate]{}
+	text := renderText(t, run, TextOptions{Format: model.RateAuto})
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "[  1] 0.50-1.00 s") {
+			if f := strings.Fields(l); f[4] != "-" || strings.Contains(l, " 0 bit/s") {
+				t.Fatalf("acked rate of an unread interval: %q", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no row for the second interval:\n%s", text)
 }
