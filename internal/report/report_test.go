@@ -95,6 +95,7 @@ func TestTextGolden(t *testing.T) {
 		{"iperf3-reverse-p2.json", false, model.RateAuto},
 		{"iperf3-bidir.json", false, model.RateAuto},
 		{"iperf3-udp.json", false, model.RateAuto},
+		{"iperf3-acked-p2.json", false, model.RateAuto},
 	} {
 		run := load(t, c.run)
 		var out bytes.Buffer
@@ -367,7 +368,7 @@ func renderText(t *testing.T, run *model.Run, o TextOptions) string {
 // meant to be copied whole.
 func TestTextFitsWidth(t *testing.T) {
 	runs := []string{"tcp.json", "reverse.json", "p4.json", "bidir2.json", "udp.json", "paced.json",
-		"bidir.json", "reverse-omit.json", "iperf3-p2.json", "iperf3-reverse-p2.json", "iperf3-bidir.json", "iperf3-udp.json"}
+		"bidir.json", "reverse-omit.json", "iperf3-p2.json", "iperf3-reverse-p2.json", "iperf3-bidir.json", "iperf3-udp.json", "iperf3-acked-p2.json"}
 	for _, name := range runs {
 		run := load(t, name)
 		for _, width := range []int{0, 100, 132, 200} {

@@ -145,6 +145,9 @@ func (t *Text) Begin(run *model.Run) {
 		fmt.Fprintln(t.w, "Acked: what the receiver acknowledged, by the sender's kernel "+writes)
 		fmt.Fprintln(t.w, "Limited: what held the sender back most: rwnd, sndbuf, cwnd or app (idle)")
 	}
+	if run.Remote.NoKernelState {
+		fmt.Fprintln(t.w, "A dash is what was not measured: a stock iperf3 server reports no intervals")
+	}
 	fmt.Fprintln(t.w, t.header())
 }
 
