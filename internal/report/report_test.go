@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -439,4 +440,34 @@ func TestTextAckedAbsentIsNotZero(t *testing.T) {
 		}
 	}
 	t.Fatalf("no row for the second interval:\n%s", text)
+}
+
+func TestWrap(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		width int
+		want  []string
+	}{
+		{"short", 20, []string{"short"}},
+		// At a space, continuation lines indented; µ is one column.
+		{"rtt 146µs rto 204ms lost 0", 14, []string{"rtt 146µs rto", "  204ms lost 0"}},
+		// After a comma that fills most of the line, not mid-phrase.
+		{"alpha beta gamma, delta epsilon", 24, []string{"alpha beta gamma,", "  delta epsilon"}},
+		// A comma early in the line is not worth a short line.
+		{"a, bb cc dd ee ff gg hh", 12, []string{"a, bb cc dd", "  ee ff gg", "  hh"}},
+		// A word wider than the line stays whole.
+		{"fix: sysctl -w net.core.rmem_max=1073741824", 20, []string{"fix: sysctl -w", "  net.core.rmem_max=1073741824"}},
+		// Spaces that align columns are not break points.
+		{"x      12   34", 10, []string{"x", "  12   34"}},
+	} {
+		got := wrap(c.in, c.width, "  ")
+		if !slices.Equal(got, c.want) {
+			t.Errorf("wrap(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		}
+		for _, l := range got {
+			if utf8.RuneCountInString(l) > c.width && !strings.Contains(l, "rmem_max") {
+				t.Errorf("wrap(%q, %d): %q too wide", c.in, c.width, l)
+			}
+		}
+	}
 }
