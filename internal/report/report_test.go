@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -73,34 +74,39 @@ func TestTextGolden(t *testing.T) {
 		run     string
 		verbose bool
 		format  model.RateFormat
+		width   int // 0: the default, 80
 	}{
 		// Recorded by this version: every TCP interval has the
 		// sender's acknowledged bytes.
-		{"tcp.json", false, model.RateAuto},
-		{"tcp.json", true, model.RateAuto},
-		{"reverse.json", false, model.RateAuto},
-		{"p4.json", false, model.RateAuto},
-		{"p4.json", true, model.RateAuto},
-		{"bidir2.json", false, model.RateAuto},
-		{"udp.json", false, model.RateAuto},
-		{"udp.json", true, model.RateAuto},
-		{"paced.json", false, model.RateAuto},
+		{"tcp.json", false, model.RateAuto, 0},
+		{"tcp.json", true, model.RateAuto, 0},
+		{"reverse.json", false, model.RateAuto, 0},
+		{"p4.json", false, model.RateAuto, 0},
+		{"p4.json", true, model.RateAuto, 0},
+		{"bidir2.json", false, model.RateAuto, 0},
+		{"udp.json", false, model.RateAuto, 0},
+		{"udp.json", true, model.RateAuto, 0},
+		{"paced.json", false, model.RateAuto, 0},
+		// Across the lab's vhp path (100 Mbit/s, 20 ms) from a
+		// 2001-era host: 64 KiB buffers, 1 MiB writes.
+		{"vhp.json", false, model.RateAuto, 0},
+		{"vhp.json", false, model.RateAuto, 132}, // the writes beside
 		// Recorded before intervals carried acknowledged bytes.
-		{"bidir.json", false, model.RateAuto},
-		{"bidir.json", true, model.RateMbit},
-		{"reverse-omit.json", false, model.RateAutoBytes},
+		{"bidir.json", false, model.RateAuto, 0},
+		{"bidir.json", true, model.RateMbit, 0},
+		{"reverse-omit.json", false, model.RateAutoBytes, 0},
 		// Against stock iperf3 servers (tcpscope test --iperf3): the
 		// server's side is its results alone.
-		{"iperf3-p2.json", false, model.RateAuto},
-		{"iperf3-p2.json", true, model.RateAuto},
-		{"iperf3-reverse-p2.json", false, model.RateAuto},
-		{"iperf3-bidir.json", false, model.RateAuto},
-		{"iperf3-udp.json", false, model.RateAuto},
-		{"iperf3-acked-p2.json", false, model.RateAuto},
+		{"iperf3-p2.json", false, model.RateAuto, 0},
+		{"iperf3-p2.json", true, model.RateAuto, 0},
+		{"iperf3-reverse-p2.json", false, model.RateAuto, 0},
+		{"iperf3-bidir.json", false, model.RateAuto, 0},
+		{"iperf3-udp.json", false, model.RateAuto, 0},
+		{"iperf3-acked-p2.json", false, model.RateAuto, 0},
 	} {
 		run := load(t, c.run)
 		var out bytes.Buffer
-		txt := NewText(&out, TextOptions{Format: c.format, Verbose: c.verbose})
+		txt := NewText(&out, TextOptions{Format: c.format, Verbose: c.verbose, Width: c.width})
 		replay(run, txt.Begin, txt.Interval)
 		if err := txt.End(run); err != nil {
 			t.Fatal(err)
@@ -108,6 +114,9 @@ func TestTextGolden(t *testing.T) {
 		name := strings.TrimSuffix(c.run, ".json")
 		if c.verbose {
 			name += "-verbose"
+		}
+		if c.width != 0 {
+			name += fmt.Sprintf("-w%d", c.width)
 		}
 		golden(t, name+"-"+string(c.format)+".txt", out.Bytes())
 		// Every interval of every stream was printed, once, with a
@@ -369,7 +378,7 @@ func renderText(t *testing.T, run *model.Run, o TextOptions) string {
 // meant to be copied whole.
 func TestTextFitsWidth(t *testing.T) {
 	runs := []string{"tcp.json", "reverse.json", "p4.json", "bidir2.json", "udp.json", "paced.json",
-		"bidir.json", "reverse-omit.json", "iperf3-p2.json", "iperf3-reverse-p2.json", "iperf3-bidir.json", "iperf3-udp.json", "iperf3-acked-p2.json"}
+		"bidir.json", "reverse-omit.json", "iperf3-p2.json", "iperf3-reverse-p2.json", "iperf3-bidir.json", "iperf3-udp.json", "iperf3-acked-p2.json", "vhp.json"}
 	for _, name := range runs {
 		run := load(t, name)
 		for _, width := range []int{0, 100, 132, 200} {
@@ -431,8 +440,9 @@ func TestTextAckedAbsentIsNotZero(t *testing.T) {
 	si := &run.Client.Intervals[1].Streams[0]
 	si.AckedBytes, si.AckedRate = model.Opt[model.Bytes]{}, model.Opt[model.Bitrate]{}
 	text := renderText(t, run, TextOptions{Format: model.RateAuto})
+	span := fmtSpan(&run.Client.Intervals[1])
 	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "[  1] 0.50-1.00 s") {
+		if strings.HasPrefix(l, "[  1] "+span) {
 			if f := strings.Fields(l); f[4] != "-" || strings.Contains(l, " 0 bit/s") {
 				t.Fatalf("acked rate of an unread interval: %q", l)
 			}
