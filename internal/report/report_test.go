@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -440,7 +441,7 @@ func TestTextAckedAbsentIsNotZero(t *testing.T) {
 	si := &run.Client.Intervals[1].Streams[0]
 	si.AckedBytes, si.AckedRate = model.Opt[model.Bytes]{}, model.Opt[model.Bitrate]{}
 	text := renderText(t, run, TextOptions{Format: model.RateAuto})
-	span := fmtSpan(&run.Client.Intervals[1])
+	span := fmtSpan(&run.Client.Intervals[1], run.Config.Interval)
 	for _, l := range strings.Split(text, "\n") {
 		if strings.HasPrefix(l, "[  1] "+span) {
 			if f := strings.Fields(l); f[4] != "-" || strings.Contains(l, " 0 bit/s") {
@@ -478,6 +479,30 @@ func TestWrap(t *testing.T) {
 			if utf8.RuneCountInString(l) > c.width && !strings.Contains(l, "rmem_max") {
 				t.Errorf("wrap(%q, %d): %q too wide", c.in, c.width, l)
 			}
+		}
+	}
+}
+
+// A span stays within its column however long the test: an hour's
+// intervals print in whole seconds, a slow test's to the tenth.
+func TestSpanWidth(t *testing.T) {
+	for _, c := range []struct {
+		start, end, every time.Duration
+		want              string
+	}{
+		{0, time.Second, time.Second, "0.00-1.00 s"},
+		{98 * time.Second, 99 * time.Second, time.Second, "98.00-99.00 s"},
+		{99 * time.Second, 100 * time.Second, time.Second, "99.0-100.0 s"},
+		{3600 * time.Second, 3601 * time.Second, time.Second, "3600-3601 s"},
+		{3600 * time.Second, 3600*time.Second + 500*time.Millisecond, 500 * time.Millisecond, "3600.0-3600.5 s"},
+		{86398 * time.Second, 86399 * time.Second, time.Second, "86398-86399 s"},
+	} {
+		got := fmtSpan(&model.Interval{Start: c.start, End: c.end}, c.every)
+		if got != c.want {
+			t.Errorf("span %v-%v every %v: %q, want %q", c.start, c.end, c.every, got, c.want)
+		}
+		if c.every%time.Second == 0 && utf8.RuneCountInString(got) > spanWidth(&model.TestConfig{}) {
+			t.Errorf("%q wider than its column", got)
 		}
 	}
 }

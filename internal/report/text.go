@@ -266,7 +266,11 @@ func (t *Text) block(client, server *model.Interval) {
 	if ref == nil {
 		ref = server
 	}
-	span := fmtSpan(ref)
+	var every time.Duration
+	if t.run != nil {
+		every = t.run.Config.Interval
+	}
+	span := fmtSpan(ref, every)
 	type ends struct{ snd, rcv *model.StreamInterval }
 	views := map[int]*ends{}
 	var ids []int

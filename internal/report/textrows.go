@@ -420,23 +420,28 @@ func (t *Text) printRow(r *row) {
 	}
 }
 
-// spanWidth is the width of the interval column for a test planned to
-// last d: its last interval can end an interval and more after the plan.
+// spanWidth is the width of the interval column: fmtSpan keeps a span
+// within 13 columns for tests up to a day long, and an omitted
+// interval's mark takes one more.
 func spanWidth(c *model.TestConfig) int {
-	end := c.Duration + c.Omit + 2*c.Interval
-	if c.Duration == 0 {
-		end = 99 * time.Second // a byte count: as long as it takes
-	}
-	n := 2*len(fmt.Sprintf("%.2f", end.Seconds())) + len("- s")
 	if c.Omit > 0 {
-		n++ // the mark of an omitted interval
+		return 14
 	}
-	return n
+	return 13
 }
 
-// fmtSpan is an interval's place in the test, in seconds.
-func fmtSpan(iv *model.Interval) string {
-	s := fmt.Sprintf("%.2f-%.2f s", iv.Start.Seconds(), iv.End.Seconds())
+// fmtSpan is an interval's place in the test, in seconds: to the
+// hundredth below 100 s, then to the tenth, and from 1000 s whole seconds
+// where the intervals are whole seconds (so "3600-3601 s").
+func fmtSpan(iv *model.Interval, every time.Duration) string {
+	prec := 2
+	switch end := iv.End.Seconds(); {
+	case end >= 1000 && every%time.Second == 0:
+		prec = 0
+	case end >= 100:
+		prec = 1
+	}
+	s := fmt.Sprintf("%.*f-%.*f s", prec, iv.Start.Seconds(), prec, iv.End.Seconds())
 	if iv.Omitted {
 		s += "*"
 	}
