@@ -142,7 +142,7 @@ func tableRows(text string) int {
 var rowLine = regexp.MustCompile(`^\[( *\d+|SUM|C→S|S→C)\] \d+\.\d\d-`)
 
 // wantRows is the rows a run's intervals make: a row per stream either
-// end reported, and a sum per direction where there are several streams.
+// end reported, and a sum per direction of several streams.
 func wantRows(run *model.Run) int {
 	dir := map[int]model.Direction{}
 	for _, s := range run.Streams {
@@ -150,17 +150,23 @@ func wantRows(run *model.Run) int {
 	}
 	n := 0
 	for i := range max(len(run.Client.Intervals), len(run.Remote.Intervals)) {
-		ids, dirs := map[int]bool{}, map[model.Direction]bool{}
+		ids := map[int]bool{}
 		for _, e := range []*model.EndReport{&run.Client, &run.Remote} {
 			if i < len(e.Intervals) {
 				for _, si := range e.Intervals[i].Streams {
-					ids[si.Stream], dirs[dir[si.Stream]] = true, true
+					ids[si.Stream] = true
 				}
 			}
 		}
 		n += len(ids)
-		if len(ids) > 1 {
-			n += len(dirs)
+		per := map[model.Direction]int{}
+		for id := range ids {
+			per[dir[id]]++
+		}
+		for _, k := range per {
+			if k > 1 {
+				n++
+			}
 		}
 	}
 	return n

@@ -259,8 +259,8 @@ func (t *Text) flush() {
 }
 
 // block prints one interval: a row per stream with its sender's and
-// its receiver's view, then sums when there are several streams (per
-// direction in a bidir test).
+// its receiver's view, then the sum of each direction's streams where
+// there are several.
 func (t *Text) block(client, server *model.Interval) {
 	ref := client
 	if ref == nil {
@@ -295,6 +295,7 @@ func (t *Text) block(client, server *model.Interval) {
 	}
 	slices.Sort(ids)
 	sum := map[model.Direction]*sums{}
+	n := map[model.Direction]int{}
 	var dirs []model.Direction
 	for _, id := range ids {
 		e := views[id]
@@ -305,11 +306,14 @@ func (t *Text) block(client, server *model.Interval) {
 			dirs = append(dirs, d)
 		}
 		sum[d].add(e.snd, e.rcv)
+		n[d]++
 	}
-	if len(ids) < 2 {
-		return
-	}
+	// A sum per direction of several streams; a single stream is its
+	// own sum.
 	for _, d := range dirs {
+		if n[d] < 2 {
+			continue
+		}
 		id := "[SUM]"
 		if len(dirs) > 1 {
 			id = map[model.Direction]string{model.ClientToServer: "[C→S]", model.ServerToClient: "[S→C]"}[d]
