@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -161,10 +162,25 @@ func TestTextOutputShowsBothEnds(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"sender", "receiver", "[SUM]", "goodput", "client sender", "server receiver", "limited by"} {
+	for _, want := range []string{"Acked", "Received", "[SUM]", "goodput", "client sender", "server receiver", "limited by"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// Not a terminal, no $COLUMNS: 80 columns (a fix's command is
+	// never broken).
+	for _, l := range strings.Split(out, "\n") {
+		if utf8.RuneCountInString(l) > 80 && !strings.HasPrefix(strings.TrimSpace(l), "fix, ") {
+			t.Errorf("line wider than 80 columns: %q", l)
+		}
+	}
+	if strings.Contains(out, "Written") {
+		t.Errorf("80 columns show the write rate:\n%s", out)
+	}
+	// $COLUMNS widens it.
+	t.Setenv("COLUMNS", "160")
+	if code, out, stderr = run("test", addr, "-t", "0.3", "-i", "0.2"); code != 0 || !strings.Contains(out, "Written") {
+		t.Errorf("COLUMNS=160: exit %d, no write rate column: %s\n%s", code, stderr, out)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/report"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
+	"golang.org/x/term"
 )
 
 type testFlags struct {
@@ -404,7 +406,7 @@ func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter
 		p.observer, p.out = p.stream, p.stream
 	case f.json, p.iperf3JSON:
 	default:
-		text := report.NewText(w, format, f.verbose)
+		text := report.NewText(w, report.TextOptions{Format: format, Verbose: f.verbose, Width: terminalWidth(w)})
 		p.observer, p.out = text, text
 	}
 	if f.noIntervals && p.observer != nil {
@@ -418,6 +420,18 @@ func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter
 type noIntervals struct{ perf.Observer }
 
 func (noIntervals) Interval(model.Side, *model.Interval) {}
+
+// terminalWidth is the width of the terminal w writes to, else the
+// width $COLUMNS says, else 0 (the text output's own, 80 columns).
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return cols
+		}
+	}
+	n, _ := strconv.Atoi(os.Getenv("COLUMNS"))
+	return n
+}
 
 // fail ends a JSON-lines output with the error.
 func (p *presenter) fail(err error) {

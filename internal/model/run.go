@@ -141,9 +141,25 @@ type StreamInfo struct {
 type StreamInterval struct {
 	Stream int  `json:"stream"`
 	Role   Role `json:"role"`
-	// Bytes the application wrote (sender) or read (receiver) in the interval.
+	// Bytes the application wrote (sender) or read (receiver) in the
+	// interval, and their rate over it. A sender's writes land in its
+	// socket buffer in bursts, so its Rate is not what the path carried
+	// in the interval: AckedRate is.
 	Bytes Bytes   `json:"bytes"`
 	Rate  Bitrate `json:"rate"`
+	// AckedBytes is what the receiver acknowledged in the interval, by
+	// the sender's kernel (Δ tcpi_bytes_acked, without the FIN's sequence
+	// number): the bytes delivered. AckedRate is their rate between the
+	// two kernel reads that bound them. A sender's, TCP only; absent for a
+	// receiver, when the socket could not be read, or from a kernel
+	// without the counter (before 4.1).
+	AckedBytes Opt[Bytes]   `json:"acked_bytes,omitzero"`
+	AckedRate  Opt[Bitrate] `json:"acked_rate,omitzero"`
+	// OutOfOrder is the segments a receiver's kernel queued out of order
+	// in the interval (Δ tcpi_rcv_ooopack; TCP.RcvOOOPack is the count
+	// since the connection began). Absent for a sender, or from a kernel
+	// without the counter (before 5.4).
+	OutOfOrder Opt[uint32] `json:"ooo_segs,omitzero"`
 	// Deltas of the kernel's cumulative counters over the interval.
 	RetransSegs  uint32       `json:"retrans_segs"`
 	RetransBytes Opt[Bytes]   `json:"retrans_bytes,omitzero"`

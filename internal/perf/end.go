@@ -714,6 +714,12 @@ func (e *End) sample() {
 	prevBytes := make([]int64, n)
 	prev := make([]model.Sample, n)
 	copy(prev, e.omitSample)
+	// Each sender's bytes acknowledged at its first read, and counted
+	// in intervals since.
+	ackBase, acked := make([]model.Opt[model.Bytes], n), make([]model.Bytes, n)
+	for i := range prev {
+		ackBase[i] = ackedBase(&prev[i])
+	}
 	prevUDP := make([]model.Datagrams, n)
 	allDone := make(chan struct{})
 	go func() {
@@ -778,6 +784,31 @@ func (e *End) sample() {
 			b := s.moved.Load()
 			e.observe(i, &cur)
 			iv.Streams[i] = intervalOf(s, &prev[i], &cur, model.Bytes(b-prevBytes[i]), end-start)
+			switch {
+			case !ok:
+				// No kernel read covers this interval: what the
+				// kernel counted in it is unknown, not zero.
+				iv.Streams[i].OutOfOrder = model.Opt[uint32]{}
+			case s.role == model.Sender && s.udp == nil:
+				si := &iv.Streams[i]
+				var written model.Opt[model.Bytes]
+				select {
+				case <-s.done:
+					// All written: the count is final.
+					written = model.Some(model.Bytes(s.moved.Load()))
+				default:
+				}
+				si.AckedBytes = ackedIn(ackBase[i], &cur, written, &acked[i])
+				// Over the time between the kernel reads: a final
+				// sample is taken when the stream ends, not on a tick.
+				if a, ok := si.AckedBytes.Get(); ok {
+					dt := cur.At - prev[i].At
+					if dt <= 0 {
+						dt = end - start
+					}
+					si.AckedRate = model.Some(model.RateOf(a, dt.Seconds()))
+				}
+			}
 			prev[i], prevBytes[i] = cur, b
 			if s.udp != nil {
 				d := s.udp.datagrams()
@@ -846,7 +877,70 @@ func intervalOf(s *Stream, prev, cur *model.Sample, moved model.Bytes, dt time.D
 	if s.role == model.Sender && s.udp == nil {
 		si.Limited = model.LimitedBetween(prev, cur)
 	}
+	if s.role == model.Receiver && s.udp == nil {
+		if a, ok := prev.RcvOOOPack.Get(); ok && cur.RcvOOOPack.OK {
+			si.OutOfOrder = model.Some(cur.RcvOOOPack.V - a)
+		}
+	}
 	return si
+}
+
+// ackedIn is what the receiver acknowledged of the payload since the
+// last interval, by the sender's kernel, less what earlier intervals
+// counted (*counted, updated); absent when the kernel lacks the counter.
+// tcpi_bytes_acked counts sequence numbers: the SYN's, the data
+// preamble's and, once acknowledged, the FIN's besides the payload. base
+// is where the payload starts in it (ackedBase); once the stream is done,
+// written, what the application wrote in all, caps the count (a reset
+// can end a connection in a state that looks like a FIN's).
+func ackedIn(base model.Opt[model.Bytes], cur *model.Sample, written model.Opt[model.Bytes], counted *model.Bytes) model.Opt[model.Bytes] {
+	b, ok := base.Get()
+	if !ok || !cur.BytesAcked.OK {
+		return model.Opt[model.Bytes]{}
+	}
+	total := max(cur.BytesAcked.V, b) - b // below b: the preamble's ACK still to come
+	if total > 0 && finAcked(cur, written.OK) {
+		total--
+	}
+	if w, ok := written.Get(); ok {
+		total = min(total, w)
+	}
+	total = max(total, *counted)
+	in := total - *counted
+	*counted = total
+	return model.Some(in)
+}
+
+// ackedBase is where the payload starts in the kernel's count of bytes
+// acknowledged, from the stream's first sample, taken before it sent any:
+// what was acknowledged by then (the SYN, and the data preamble if its ACK
+// came) and what was still unacknowledged (SIOCOUTQ: the preamble, if
+// not).
+func ackedBase(first *model.Sample) model.Opt[model.Bytes] {
+	b, ok := first.BytesAcked.Get()
+	if !ok {
+		return model.Opt[model.Bytes]{}
+	}
+	if q, ok := first.SendQ.Get(); ok {
+		b += q
+	}
+	return model.Some(b)
+}
+
+// finAcked reports a socket whose FIN the peer has acknowledged: in
+// FIN-WAIT-2 or TIME-WAIT, or closed with nothing left unacknowledged
+// (after TIME-WAIT a socket the application still holds reads as closed)
+// while the stream runs; once it is done the cap by what was written
+// says it, right after a reset too.
+func finAcked(s *model.Sample, done bool) bool {
+	switch s.State {
+	case model.TCPFinWait2, model.TCPTimeWait:
+		return true
+	case model.TCPClose:
+		q, ok := s.SendQ.Get()
+		return !done && ok && q == 0
+	}
+	return false
 }
 
 // totals summarises each stream over the measured period.

@@ -185,6 +185,32 @@ func checkRun(t *testing.T, run *model.Run) {
 				t.Fatalf("%s stream %d: intervals sum to %d B, total %d B", e.Side, s.ID, sum, e.Totals[s.ID].AllBytes)
 			}
 		}
+		// What the sender's kernel saw acknowledged, interval by
+		// interval, adds up to what the receiver read: no FIN, no SYN.
+		// Interval by interval they follow the kernel's counter: while
+		// the connection is established, the two differ by a constant
+		// (the SYN and the preamble), not by a write in progress.
+		var acked model.Bytes
+		offset := model.Opt[model.Bytes]{}
+		for i, iv := range snd.Intervals {
+			si := &iv.Streams[s.ID]
+			a, ok := si.AckedBytes.Get()
+			if !ok {
+				t.Fatalf("stream %d interval %d: the sender's acked bytes absent", s.ID, i)
+			}
+			acked += a
+			if si.TCP.State != model.TCPEstablished {
+				continue
+			}
+			if o := si.TCP.BytesAcked.V - acked; offset.OK && o != offset.V {
+				t.Fatalf("stream %d interval %d: %d B acked in intervals, the kernel's count %d B: off by %d, before by %d",
+					s.ID, i, acked, si.TCP.BytesAcked.V, o, offset.V)
+			}
+			offset = model.Some(si.TCP.BytesAcked.V - acked)
+		}
+		if acked != got.AllBytes {
+			t.Fatalf("stream %d: the sender's intervals acknowledged %d B, receiver read %d B", s.ID, acked, got.AllBytes)
+		}
 	}
 	// Each end reports its process's CPU use, the server in its done
 	// report (what -f iperf3-json prints as host_* and remote_*).
@@ -215,6 +241,9 @@ func TestLoopbackModes(t *testing.T) {
 		{"parallel", model.TestConfig{Parallel: 3}, map[model.Direction]int{model.ClientToServer: 3}},
 		{"reverse", model.TestConfig{Reverse: true, Parallel: 2}, map[model.Direction]int{model.ServerToClient: 2}},
 		{"bidir", model.TestConfig{Bidir: true}, map[model.Direction]int{model.ClientToServer: 1, model.ServerToClient: 1}},
+		// Buffers far smaller than a write: the kernel acknowledges
+		// bytes of a write still in progress.
+		{"small buffers", model.TestConfig{Window: 16 * model.KiB}, map[model.Direction]int{model.ClientToServer: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

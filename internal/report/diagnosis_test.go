@@ -15,7 +15,7 @@ func TestTextWarnsOnce(t *testing.T) {
 	run := load(t, "bidir.json")
 	run.Warnings = []string{"the client's receive buffer was clamped"}
 	var out bytes.Buffer
-	txt := NewText(&out, model.RateAuto, false)
+	txt := NewText(&out, TextOptions{Format: model.RateAuto})
 	txt.Begin(run)
 	run.Warnings = append(run.Warnings, "the server's report is missing")
 	if err := txt.End(run); err != nil {

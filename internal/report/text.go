@@ -1,21 +1,26 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// Text prints a test for people: a header, one block per interval showing
-// both ends side by side, then a summary of both ends.
+// Text prints a test for people: a header, a table with a row per
+// stream and interval showing both ends side by side, then a summary of
+// both ends. Every line fits the width it is given (80 columns unless
+// told more), prose wrapped at spaces; a wider width adds columns.
 type Text struct {
-	w       io.Writer
-	format  model.RateFormat
-	verbose bool
+	w    io.Writer
+	opt  TextOptions
+	cols []column
 
 	mu      sync.Mutex
 	run     *model.Run
@@ -24,15 +29,76 @@ type Text struct {
 	warned  map[string]bool // warnings Begin printed: End prints only later ones
 }
 
-// NewText returns a Text writing to w with rates in format f. Verbose adds
-// a line per stream and end with the rest of the kernel's variables.
-func NewText(w io.Writer, f model.RateFormat, verbose bool) *Text {
-	return &Text{w: w, format: f, verbose: verbose, pending: map[model.Side]map[int]*model.Interval{
+// TextOptions shape the text output.
+type TextOptions struct {
+	// Format is the unit of rates.
+	Format model.RateFormat
+	// Verbose adds, under each stream's row, both ends' further kernel
+	// variables, and the findings' explanations.
+	Verbose bool
+	// Width is the terminal's width in columns; below 80 (or 0) it is
+	// 80. Above 80 the interval table adds columns while they fit.
+	Width int
+}
+
+// MinWidth is the width the text output fits at least.
+const MinWidth = 80
+
+// NewText returns a Text writing to w.
+func NewText(w io.Writer, o TextOptions) *Text {
+	o.Width = max(o.Width, MinWidth)
+	return &Text{w: w, opt: o, pending: map[model.Side]map[int]*model.Interval{
 		model.ClientSide: {}, model.ServerSide: {},
 	}}
 }
 
-func (t *Text) rate(r model.Bitrate) string { return model.FormatRate(r, t.format) }
+func (t *Text) rate(r model.Bitrate) string { return model.FormatRate(r, t.opt.Format) }
+
+// wrapped prints s broken at spaces to the width: the first line starts
+// with first, the others with indent. A word longer than a line (an
+// address, a command) is never broken.
+func (t *Text) wrapped(first, indent, s string) {
+	for _, l := range wrap(first+s, t.opt.Width, indent) {
+		fmt.Fprintln(t.w, l)
+	}
+}
+
+// wrap breaks s into lines of at most width runes, after a comma where
+// one falls in the line, else at a space; lines after the first start
+// with indent. A word longer than a line (an address, a command) is never
+// broken.
+func wrap(s string, width int, indent string) []string {
+	var out []string
+	for utf8.RuneCountInString(s) > width {
+		space, comma, n := -1, -1, 0
+		for i, r := range s {
+			if n > width {
+				break
+			}
+			// Break at a space past the indent, and never inside a
+			// run of spaces that aligns a column.
+			if r == ' ' && n > len(indent) && (i+1 >= len(s) || s[i+1] != ' ') {
+				space = i
+				if s[i-1] == ',' || s[i-1] == ';' {
+					comma = i
+				}
+			}
+			n++
+		}
+		// A comma that leaves most of the line filled ends a phrase;
+		// else the last space.
+		cut := space
+		if comma >= 0 && utf8.RuneCountInString(s[:comma]) >= 2*width/3 {
+			cut = comma
+		}
+		if cut < 0 {
+			break // one word wider than the line: left whole
+		}
+		out = append(out, strings.TrimRight(s[:cut], " "))
+		s = indent + strings.TrimLeft(s[cut:], " ")
+	}
+	return append(out, s)
+}
 
 // Begin prints the connection header.
 func (t *Text) Begin(run *model.Run) {
@@ -48,53 +114,92 @@ func (t *Text) Begin(run *model.Run) {
 	if run.Remote.Kernel != "" {
 		server += ", kernel " + run.Remote.Kernel
 	}
-	fmt.Fprintf(t.w, "tcpscope %s → %s (server %s), %s, %s, write size %s\n",
-		run.Client.Version, run.Server, server, fmtStreams(len(run.Streams)), what, c.Length.Binary())
-	if c.Window > 0 {
-		fmt.Fprintf(t.w, "buffers requested with -w: %s each (Linux doubles a request, so %s expected where not clamped)\n",
-			c.Window.Binary(), model.SockBufFor(c.Window).Binary())
-	}
 	udp := c.IsUDP()
-	for _, s := range run.Streams {
-		line := fmt.Sprintf("[%3d] %s %s ⇄ %s ", s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr)
-		if udp {
-			line += "UDP "
-		}
-		line += " buffers " + setupText("client", s.Client, udp) + ", " + setupText("server", s.Server, udp)
-		fmt.Fprintln(t.w, line)
+	head := fmt.Sprintf("tcpscope %s → %s (server %s), %s, %s, write size %s",
+		run.Client.Version, run.Server, server, fmtStreams(len(run.Streams)), what, c.Length.Binary())
+	if cc := commonCongestion(run); cc != "" && !udp {
+		head += ", cc " + cc
 	}
+	t.wrapped("", "  ", head)
+	if c.Window > 0 {
+		t.wrapped("", "  ", fmt.Sprintf("buffers requested with -w: %s each (Linux doubles a request, so %s expected where not clamped)",
+			c.Window.Binary(), model.SockBufFor(c.Window).Binary()))
+	}
+	t.streams(run)
 	t.warned = map[string]bool{}
 	for _, w := range run.Warnings {
-		fmt.Fprintf(t.w, "warning: %s\n", w)
+		t.wrapped("warning: ", "  ", w)
 		t.warned[w] = true
 	}
 	if c.Omit > 0 {
-		fmt.Fprintf(t.w, "intervals marked * began within the first %v (-O); the totals start at that mark\n", c.Omit)
+		t.wrapped("", "  ", fmt.Sprintf("intervals marked * began within the first %v (-O); the totals start at that mark", c.Omit))
 	}
 	if udp {
-		fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %10s %18s %10s %6s %6s\n",
-			"Interval", "End", "Rate", "Bytes", "Datagrams", "Lost", "Jitter", "Late", "Drops")
-		return
+		t.cols = chooseColumns(udpColumns(spanWidth(c)), t.opt.Width)
+	} else {
+		t.cols = chooseColumns(tcpColumns(spanWidth(c)), t.opt.Width)
+		writes := "(its writes: -V)"
+		if slices.ContainsFunc(t.cols, func(c column) bool { return c.head == "Written" }) {
+			writes = "(its writes: Written)"
+		}
+		fmt.Fprintln(t.w, "Acked: what the receiver acknowledged, by the sender's kernel "+writes)
+		fmt.Fprintln(t.w, "Limited: what held the sender back most: rwnd, sndbuf, cwnd or app (idle)")
 	}
-	fmt.Fprintf(t.w, "[ ID] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
-		"Interval", "End", "Rate", "Bytes", "Retr", "Cwnd", "sRTT (min)", "Window", "Limited rwnd/sndbuf/cwnd/app")
+	if run.Remote.NoKernelState {
+		fmt.Fprintln(t.w, "A dash is what was not measured: a stock iperf3 server reports no intervals")
+	}
+	fmt.Fprintln(t.w, t.header())
 }
 
-// datagramLine prints a UDP stream's interval: the sender's count, or
-// the receiver's loss, jitter, late (out-of-order) datagrams and socket
-// buffer drops.
-func (t *Text) datagramLine(id int, span string, si *model.StreamInterval) {
-	d := si.UDP
-	if si.Role == model.Sender {
-		fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %10d\n", id+1, span, "sender", t.rate(si.Rate), si.Bytes.Decimal(), d.Packets)
-		return
+// streams prints a line per stream, and each end's socket buffers under
+// it, or once under them all when every stream has the same.
+func (t *Text) streams(run *model.Run) {
+	cc := !run.Config.IsUDP() && commonCongestion(run) == ""
+	same := true
+	for _, s := range run.Streams[min(1, len(run.Streams)):] {
+		first := &run.Streams[0]
+		same = same && setupText(s.Client, cc) == setupText(first.Client, cc) && setupText(s.Server, cc) == setupText(first.Server, cc)
 	}
-	drops := "-"
-	if v, ok := d.SocketDrops.Get(); ok {
-		drops = fmt.Sprint(v)
+	buffers := func(s *model.StreamInfo, each string) {
+		t.wrapped("      client buffers: ", "        ", setupText(s.Client, cc)+each)
+		t.wrapped("      server buffers: ", "        ", setupText(s.Server, cc)+each)
 	}
-	fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %10d %18s %10s %6d %6s\n", id+1, span, "receiver", t.rate(si.Rate), si.Bytes.Decimal(),
-		d.Packets, fmt.Sprintf("%d (%.3g%%)", d.Lost, 100*d.LossRate()), fmtJitter(d.Jitter), d.OutOfOrder, drops)
+	for i := range run.Streams {
+		s := &run.Streams[i]
+		line := fmt.Sprintf("[%3d] %s %s ⇄ %s", s.ID+1, arrow(s.Direction), s.ClientAddr, s.ServerAddr)
+		if run.Config.IsUDP() {
+			line += " UDP"
+		}
+		t.wrapped("", "      ", line)
+		if !same {
+			buffers(s, "")
+		}
+	}
+	switch {
+	case !same || len(run.Streams) == 0:
+	case len(run.Streams) == 1:
+		buffers(&run.Streams[0], "")
+	default:
+		buffers(&run.Streams[0], " (each stream)")
+	}
+}
+
+// commonCongestion is the congestion control every socket of both ends
+// reported, or "" when they differ or none reported one.
+func commonCongestion(run *model.Run) string {
+	cc := ""
+	for _, s := range run.Streams {
+		for _, e := range []*model.SocketSetup{s.Client, s.Server} {
+			if e == nil || e.Congestion == "" {
+				continue
+			}
+			if cc != "" && cc != e.Congestion {
+				return ""
+			}
+			cc = e.Congestion
+		}
+	}
+	return cc
 }
 
 // fmtJitter prints jitter in ms, as iperf3 does, to the microsecond.
@@ -153,158 +258,80 @@ func (t *Text) flush() {
 	}
 }
 
-// block prints one interval: per stream the sender's view, then the
-// receiver's, then sums when there are several streams.
+// block prints one interval: a row per stream with its sender's and
+// its receiver's view, then the sum of each direction's streams where
+// there are several.
 func (t *Text) block(client, server *model.Interval) {
 	ref := client
 	if ref == nil {
 		ref = server
 	}
-	span := fmt.Sprintf("%.2f-%.2f s", ref.Start.Seconds(), ref.End.Seconds())
-	if ref.Omitted {
-		span += "*"
+	var every time.Duration
+	if t.run != nil {
+		every = t.run.Config.Interval
 	}
-	views := map[int][]*model.StreamInterval{}
-	ids := []int{}
+	span := fmtSpan(ref, every)
+	type ends struct{ snd, rcv *model.StreamInterval }
+	views := map[int]*ends{}
+	var ids []int
 	for _, iv := range []*model.Interval{client, server} {
 		if iv == nil {
 			continue
 		}
 		for i := range iv.Streams {
 			si := &iv.Streams[i]
-			if _, ok := views[si.Stream]; !ok {
+			e := views[si.Stream]
+			if e == nil {
+				e = &ends{}
+				views[si.Stream] = e
 				ids = append(ids, si.Stream)
 			}
-			views[si.Stream] = append(views[si.Stream], si)
-		}
-	}
-	// Sums per role, of the roles some end reported: an end that
-	// reported no interval (a stock iperf3 peer) sums to nothing, not 0.
-	var sumBytes [2]model.Bytes
-	var reported [2]bool
-	var sumRetr uint32
-	var dur time.Duration
-	if client != nil {
-		dur = client.End - client.Start
-	} else {
-		dur = server.End - server.Start
-	}
-	for _, id := range ids {
-		vs := views[id]
-		// Sender first: the cause, then the effect.
-		if len(vs) == 2 && vs[0].Role != model.Sender {
-			vs[0], vs[1] = vs[1], vs[0]
-		}
-		for _, si := range vs {
-			t.streamLine(id, span, si)
 			if si.Role == model.Sender {
-				reported[0] = true
-				sumBytes[0] += si.Bytes
-				sumRetr += si.RetransSegs
-				if si.UDP != nil {
-					sumRetr += uint32(si.UDP.Packets) // datagrams, in that column
-				}
+				e.snd = si
 			} else {
-				reported[1] = true
-				sumBytes[1] += si.Bytes
+				e.rcv = si
 			}
 		}
 	}
-	if len(ids) > 1 {
-		width := 5
-		if t.run != nil && t.run.Config.IsUDP() {
-			width = 10
+	slices.Sort(ids)
+	sum := map[model.Direction]*sums{}
+	n := map[model.Direction]int{}
+	var dirs []model.Direction
+	for _, id := range ids {
+		e := views[id]
+		t.printRow(&row{id: fmt.Sprintf("[%3d]", id+1), span: span, snd: e.snd, rcv: e.rcv})
+		d := t.direction(id)
+		if sum[d] == nil {
+			sum[d] = &sums{}
+			dirs = append(dirs, d)
 		}
-		if reported[0] {
-			fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s %*d\n", span, "sender", t.rate(model.RateOf(sumBytes[0], dur.Seconds())), sumBytes[0].Decimal(), width, sumRetr)
+		sum[d].add(e.snd, e.rcv)
+		n[d]++
+	}
+	// A sum per direction of several streams; a single stream is its
+	// own sum.
+	for _, d := range dirs {
+		if n[d] < 2 {
+			continue
 		}
-		if reported[1] {
-			fmt.Fprintf(t.w, "[SUM] %-13s %-8s %12s %10s\n", span, "receiver", t.rate(model.RateOf(sumBytes[1], dur.Seconds())), sumBytes[1].Decimal())
+		id := "[SUM]"
+		if len(dirs) > 1 {
+			id = map[model.Direction]string{model.ClientToServer: "[C→S]", model.ServerToClient: "[S→C]"}[d]
 		}
+		t.printRow(&row{id: id, span: span, sum: sum[d]})
 	}
 }
 
-func (t *Text) streamLine(id int, span string, si *model.StreamInterval) {
-	if si.UDP != nil {
-		t.datagramLine(id, span, si)
-		return
-	}
-	s := &si.TCP
-	rtt := fmtDur(s.RTT)
-	if m, ok := s.MinRTT.Get(); ok {
-		rtt += " (" + fmtDur(m) + ")"
-	}
-	if si.Role == model.Sender {
-		wnd := "-"
-		if w, ok := s.SndWnd.Get(); ok {
-			wnd = w.Binary()
-		}
-		lim := "-"
-		if l, ok := si.Limited.Get(); ok {
-			lim = fmt.Sprintf("%3.0f/%3.0f/%3.0f/%3.0f %%", 100*l.Rwnd, 100*l.Sndbuf, 100*l.Cwnd, 100*l.App)
-		}
-		fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5d %10s %19s %10s  %s\n",
-			id+1, span, "sender", t.rate(si.Rate), si.Bytes.Decimal(), si.RetransSegs, s.CwndBytes().Binary(), rtt, wnd, lim)
-		if t.verbose {
-			t.senderDetail(si)
-		}
-		return
-	}
-	wnd := s.RcvSpace.Binary()
-	if w, ok := s.RcvWnd.Get(); ok {
-		wnd = w.Binary()
-	}
-	extra := ""
-	if s.RcvRTT > 0 {
-		extra = "rcv_rtt " + fmtDur(s.RcvRTT)
-	}
-	if n, ok := s.RcvOOOPack.Get(); ok && n > 0 {
-		extra += fmt.Sprintf(" ooo %d", n)
-	}
-	fmt.Fprintf(t.w, "[%3d] %-13s %-8s %12s %10s %5s %10s %19s %10s  %s\n",
-		id+1, span, "receiver", t.rate(si.Rate), si.Bytes.Decimal(), "", "", "", wnd, strings.TrimSpace(extra))
-	if t.verbose {
-		fmt.Fprintf(t.w, "      rcv_space %s  rcv_ssthresh %s  rcv_mss %d B  advmss %d B  ato %s  %s\n",
-			s.RcvSpace.Binary(), s.RcvSsthresh.Binary(), s.RcvMSS, s.AdvMSS, fmtDur(s.ATO), s.Options)
-	}
-}
-
-// senderDetail prints the rest of a sender's variables on one line.
-func (t *Text) senderDetail(si *model.StreamInterval) {
-	s := &si.TCP
-	var b strings.Builder
-	ss := "∞"
-	if v, ok := s.SsthreshBytes().Get(); ok {
-		ss = v.Binary()
-	}
-	fmt.Fprintf(&b, "      ssthresh %s  rttvar %s  rto %s  lost %d  reordering %d", ss, fmtDur(s.RTTVar), fmtDur(s.RTO), s.Lost, s.Reordering)
-	if v, ok := s.ReordSeen.Get(); ok {
-		fmt.Fprintf(&b, "  reord_seen %d", v)
-	}
-	if v, ok := s.DSACKDups.Get(); ok {
-		fmt.Fprintf(&b, "  dsack_dups %d", v)
-	}
-	if v, ok := si.RetransBytes.Get(); ok {
-		fmt.Fprintf(&b, "  retrans %s", v.Decimal())
-	}
-	if v, ok := s.DeliveryRate.Get(); ok {
-		fmt.Fprintf(&b, "  delivery %s", t.rate(v))
-		if s.DeliveryRateAppLimited {
-			b.WriteString(" (app-limited)")
+// direction is the way stream id flows.
+func (t *Text) direction(id int) model.Direction {
+	if t.run != nil {
+		for _, s := range t.run.Streams {
+			if s.ID == id {
+				return s.Direction
+			}
 		}
 	}
-	if v, ok := s.PacingRate.Get(); ok {
-		fmt.Fprintf(&b, "  pacing %s", t.rate(v))
-	}
-	fmt.Fprintf(&b, "  unacked %s", s.UnackedBytes().Decimal())
-	if v, ok := s.NotsentBytes.Get(); ok {
-		fmt.Fprintf(&b, "  notsent %s", v.Decimal())
-	}
-	fmt.Fprintf(&b, "  pmtu %d  mss %d  %s  %s %s", s.PMTU, s.SndMSS, s.Options, s.Congestion, s.CAState)
-	if s.BBR != nil {
-		fmt.Fprintf(&b, "  bbr %s bw %s min_rtt %s", s.BBR.Mode(), t.rate(s.BBR.BW), fmtDur(s.BBR.MinRTT))
-	}
-	fmt.Fprintln(t.w, b.String())
+	return model.ClientToServer
 }
 
 // fmtDur prints a duration with three significant digits in µs or ms.
@@ -324,14 +351,16 @@ func fmtDur(d time.Duration) string {
 // notMeasured stands where an end did not report a figure: never a zero.
 const notMeasured = "not measured"
 
-// setupText is one end's socket setup for a stream's header line.
-func setupText(side string, s *model.SocketSetup, udp bool) string {
+// setupText is one end's socket setup for a stream.
+// cc adds its congestion control, for a run whose sockets do not all
+// use the same (the header names it otherwise).
+func setupText(s *model.SocketSetup, cc bool) string {
 	if s == nil {
-		return side + " " + notMeasured
+		return notMeasured
 	}
-	out := fmt.Sprintf("%s snd %s rcv %s", side, s.SndBuf.Binary(), s.RcvBuf.Binary())
-	if !udp && s.Congestion != "" {
-		out += " cc " + s.Congestion
+	out := fmt.Sprintf("snd %s, rcv %s", s.SndBuf.Binary(), s.RcvBuf.Binary())
+	if cc && s.Congestion != "" {
+		out += ", cc " + s.Congestion
 	}
 	return out
 }
@@ -341,72 +370,12 @@ func (t *Text) End(run *model.Run) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.flush()
-	fmt.Fprintln(t.w, strings.Repeat("- ", 40))
+	fmt.Fprintln(t.w, strings.TrimSpace(strings.Repeat("- ", 40)))
 	if run.Ended != "complete" {
-		fmt.Fprintf(t.w, "test ended early: %s\n", run.Ended)
+		t.wrapped("test ended early: ", "  ", run.Ended)
 	}
 	for _, d := range run.Summary {
-		clock := "receiver's time"
-		if d.FromAcks {
-			clock = "sender's time (the receiver's report is missing)"
-		}
-		if dur, ok := d.Duration.Get(); ok {
-			fmt.Fprintf(t.w, "%s, %s, %s %.2f s\n", arrow(d.Direction), fmtStreams(d.Streams), clock, dur.Seconds())
-		} else {
-			fmt.Fprintf(t.w, "%s, %s, the receiver's report is missing\n", arrow(d.Direction), fmtStreams(d.Streams))
-		}
-		switch g, ok := d.Goodput.Get(); {
-		case ok && d.FromAcks:
-			fmt.Fprintf(t.w, "  goodput     %s  (%s acknowledged by the receiver, per the sender's kernel)\n", t.rate(g), d.ReceiverBytes.V.Decimal())
-		case ok:
-			fmt.Fprintf(t.w, "  goodput     %s  (%s received)\n", t.rate(g), d.ReceiverBytes.V.Decimal())
-		default:
-			fmt.Fprintf(t.w, "  goodput     %s\n", notMeasured)
-		}
-		if r, ok := d.SenderRate.Get(); ok {
-			fmt.Fprintf(t.w, "  sent        %s  (%s written by the sender)\n", t.rate(r), d.SenderBytes.V.Decimal())
-		} else {
-			fmt.Fprintf(t.w, "  sent        %s (the sender's report is missing)\n", notMeasured)
-		}
-		if u := d.UDP; u != nil {
-			late := fmt.Sprintf("%d late (out of order)", u.OutOfOrder)
-			if receiverOf(run, d.Direction).NoKernelState {
-				// iperf3's results carry no count of late datagrams.
-				late = "late (out of order) " + notMeasured
-			}
-			fmt.Fprintf(t.w, "  datagrams   %d expected, %d lost (%.4g%%), %s, jitter %s\n",
-				u.Packets, u.Lost, 100*u.LossRate(), late, fmtJitter(u.Jitter))
-			if v, ok := u.SocketDrops.Get(); ok {
-				fmt.Fprintf(t.w, "  rcv buffer  %d datagrams dropped by the receiver's full socket buffer (on its host, not the path)\n", v)
-			}
-			continue
-		}
-		if run.Config.IsUDP() {
-			continue
-		}
-		retr := notMeasured
-		if n, ok := d.RetransSegs.Get(); ok {
-			retr = fmt.Sprintf("%d segments", n)
-			if b, ok := d.RetransBytes.Get(); ok {
-				retr += ", " + b.Decimal()
-			}
-			if p, ok := d.LossRate.Get(); ok {
-				retr += fmt.Sprintf(" (%.4f%% of bytes sent)", 100*p)
-			}
-		}
-		fmt.Fprintf(t.w, "  retransmit  %s\n", retr)
-		var rtts []string
-		if m, ok := d.MinRTT.Get(); ok {
-			rtts = append(rtts, "min "+fmtDur(m))
-		}
-		if m, ok := d.MeanRTT.Get(); ok {
-			rtts = append(rtts, "smoothed "+fmtDur(m))
-		}
-		if len(rtts) == 0 {
-			rtts = append(rtts, notMeasured+" (the sender's kernel was not read)")
-		}
-		fmt.Fprintf(t.w, "  RTT         %s\n", strings.Join(rtts, ", "))
-		t.limits(run, d.Direction)
+		t.summary(run, &d)
 	}
 	t.ends(run)
 	t.cpu(run)
@@ -415,13 +384,97 @@ func (t *Text) End(run *model.Run) error {
 	}
 	for _, w := range run.Warnings {
 		if !t.warned[w] {
-			fmt.Fprintf(t.w, "warning: %s\n", w)
+			t.wrapped("warning: ", "  ", w)
 		}
 	}
-	if len(run.Diagnosis) > 0 {
-		return WriteDiagnosis(t.w, run.Diagnosis, t.verbose)
+	if len(run.Diagnosis) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := WriteDiagnosis(&b, run.Diagnosis, t.opt.Verbose); err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		body := strings.TrimLeft(l, " ")
+		if strings.HasPrefix(body, "fix, ") {
+			// A command is copied whole: never broken.
+			fmt.Fprintln(t.w, l)
+			continue
+		}
+		t.wrapped("", strings.Repeat(" ", len(l)-len(body)+2), l)
 	}
 	return nil
+}
+
+// item prints one line of a direction's summary: a label and its value,
+// wrapped under the value.
+func (t *Text) item(label, value string) {
+	t.wrapped(fmt.Sprintf("  %-11s ", label), strings.Repeat(" ", 14), value)
+}
+
+// summary prints the summary of one direction.
+func (t *Text) summary(run *model.Run, d *model.DirectionSummary) {
+	clock := "receiver's time"
+	if d.FromAcks {
+		clock = "sender's time (the receiver's report is missing)"
+	}
+	if dur, ok := d.Duration.Get(); ok {
+		t.wrapped("", "  ", fmt.Sprintf("%s, %s, %s %.2f s", arrow(d.Direction), fmtStreams(d.Streams), clock, dur.Seconds()))
+	} else {
+		t.wrapped("", "  ", fmt.Sprintf("%s, %s, the receiver's report is missing", arrow(d.Direction), fmtStreams(d.Streams)))
+	}
+	switch g, ok := d.Goodput.Get(); {
+	case ok && d.FromAcks:
+		t.item("goodput", fmt.Sprintf("%s  (%s acknowledged by the receiver, per the sender's kernel)", t.rate(g), d.ReceiverBytes.V.Decimal()))
+	case ok:
+		t.item("goodput", fmt.Sprintf("%s  (%s received)", t.rate(g), d.ReceiverBytes.V.Decimal()))
+	default:
+		t.item("goodput", notMeasured)
+	}
+	if r, ok := d.SenderRate.Get(); ok {
+		t.item("sent", fmt.Sprintf("%s  (%s written by the sender)", t.rate(r), d.SenderBytes.V.Decimal()))
+	} else {
+		t.item("sent", notMeasured+" (the sender's report is missing)")
+	}
+	if u := d.UDP; u != nil {
+		late := fmt.Sprintf("%d late (out of order)", u.OutOfOrder)
+		if receiverOf(run, d.Direction).NoKernelState {
+			// iperf3's results carry no count of late datagrams.
+			late = "late (out of order) " + notMeasured
+		}
+		t.item("datagrams", fmt.Sprintf("%d expected, %d lost (%.4g%%), %s, jitter %s",
+			u.Packets, u.Lost, 100*u.LossRate(), late, fmtJitter(u.Jitter)))
+		if v, ok := u.SocketDrops.Get(); ok {
+			t.item("rcv buffer", fmt.Sprintf("%d datagrams dropped by the receiver's full socket buffer (on its host, not the path)", v))
+		}
+		return
+	}
+	if run.Config.IsUDP() {
+		return
+	}
+	retr := notMeasured
+	if n, ok := d.RetransSegs.Get(); ok {
+		retr = fmt.Sprintf("%d segments", n)
+		if b, ok := d.RetransBytes.Get(); ok {
+			retr += ", " + b.Decimal()
+		}
+		if p, ok := d.LossRate.Get(); ok {
+			retr += fmt.Sprintf(" (%.4f%% of bytes sent)", 100*p)
+		}
+	}
+	t.item("retransmit", retr)
+	var rtts []string
+	if m, ok := d.MinRTT.Get(); ok {
+		rtts = append(rtts, "min "+fmtDur(m))
+	}
+	if m, ok := d.MeanRTT.Get(); ok {
+		rtts = append(rtts, "smoothed "+fmtDur(m))
+	}
+	if len(rtts) == 0 {
+		rtts = append(rtts, notMeasured+" (the sender's kernel was not read)")
+	}
+	t.item("RTT", strings.Join(rtts, ", "))
+	t.limits(run, d.Direction)
 }
 
 // limits prints what held the senders back over the whole test, and the
@@ -449,22 +502,22 @@ func (t *Text) limits(run *model.Run, dir model.Direction) {
 	}
 	if n > 0 {
 		f := 100 / float64(n)
-		fmt.Fprintf(t.w, "  limited by  receive window %.0f%%, send buffer %.0f%%, congestion window %.0f%%, application %.0f%%\n", rw*f, sb*f, cw*f, app*f)
+		t.item("limited by", fmt.Sprintf("receive window %.0f%%, send buffer %.0f%%, congestion window %.0f%%, application %.0f%%", rw*f, sb*f, cw*f, app*f))
 	}
 	if first != nil && first.Final == nil && sender.Congestion != "" {
-		fmt.Fprintf(t.w, "  options     %s (the sender's kernel was not read); cc %s, as the sender reported\n", notMeasured, sender.Congestion)
+		t.item("options", fmt.Sprintf("%s (the sender's kernel was not read); cc %s, as the sender reported", notMeasured, sender.Congestion))
 	}
 	if first == nil || first.Final == nil {
 		return
 	}
 	s := first.Final
-	line := fmt.Sprintf("  options     %s, mss %d B, pmtu %d B, cc %s", s.Options, s.SndMSS, s.PMTU, s.Congestion)
+	opts := fmt.Sprintf("%s, mss %d B, pmtu %d B, cc %s", s.Options, s.SndMSS, s.PMTU, s.Congestion)
 	if s.BBR != nil {
-		line += " (" + s.BBR.Mode() + ")"
+		opts += " (" + s.BBR.Mode() + ")"
 	}
-	fmt.Fprintln(t.w, line)
+	t.item("options", opts)
 	if w, ok := first.MaxSndWnd.Get(); ok {
-		fmt.Fprintf(t.w, "  peer window max %s, cwnd max %s\n", w.Binary(), first.MaxCwnd.V.Binary())
+		t.item("peak", fmt.Sprintf("peer window %s, cwnd %s", w.Binary(), first.MaxCwnd.V.Binary()))
 	}
 }
 
@@ -485,7 +538,7 @@ func (t *Text) ends(run *model.Run) {
 			}
 			line := fmt.Sprintf("[%3d] %-6s %-8s %10s in %6.2f s = %12s  %s",
 				tot.Stream+1, e.Side, tot.Role, tot.Bytes.Decimal(), tot.Duration.Seconds(), t.rate(tot.Rate), what)
-			fmt.Fprintln(t.w, strings.TrimRight(line, " "))
+			t.wrapped("", strings.Repeat(" ", 6), strings.TrimRight(line, " "))
 		}
 	}
 }
@@ -512,5 +565,5 @@ func (t *Text) cpu(run *model.Run) {
 			parts = append(parts, fmt.Sprintf("%s %s", e.Side, notMeasured))
 		}
 	}
-	fmt.Fprintf(t.w, "CPU, %% of one core over each end's test: %s\n", strings.Join(parts, ", "))
+	t.wrapped("", "  ", "CPU, % of one core over each end's test: "+strings.Join(parts, ", "))
 }
