@@ -406,10 +406,10 @@ func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter
 		p.observer, p.out = p.stream, p.stream
 	case f.json, p.iperf3JSON:
 	default:
-		text := report.NewText(w, report.TextOptions{Format: format, Verbose: f.verbose, Width: terminalWidth(w)})
+		text := report.NewText(w, report.TextOptions{Format: format, Verbose: f.verbose, Width: terminalWidth(w), NoIntervals: f.noIntervals})
 		p.observer, p.out = text, text
 	}
-	if f.noIntervals && p.observer != nil {
+	if f.noIntervals && p.stream != nil {
 		p.observer = noIntervals{p.observer}
 	}
 	return p

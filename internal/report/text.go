@@ -39,6 +39,9 @@ type TextOptions struct {
 	// Width is the terminal's width in columns; below 80 (or 0) it is
 	// 80. Above 80 the interval table adds columns while they fit.
 	Width int
+	// NoIntervals prints no interval table, its legend or its header
+	// (-i 0, iperf3's "no interval reports"): the summary is the report.
+	NoIntervals bool
 }
 
 // MinWidth is the width the text output fits at least.
@@ -134,6 +137,9 @@ func (t *Text) Begin(run *model.Run) {
 	if c.Omit > 0 {
 		t.wrapped("", "  ", fmt.Sprintf("intervals marked * began within the first %v (-O); the totals start at that mark", c.Omit))
 	}
+	if t.opt.NoIntervals {
+		return
+	}
 	if udp {
 		t.cols = chooseColumns(udpColumns(spanWidth(c)), t.opt.Width)
 	} else {
@@ -223,6 +229,9 @@ func fmtStreams(n int) string {
 // both ends have reported, in order. A server that reports no intervals
 // (a stock iperf3) is not waited for: the client's print as they come.
 func (t *Text) Interval(side model.Side, iv *model.Interval) {
+	if t.opt.NoIntervals {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.pending[side][iv.Index] = iv
