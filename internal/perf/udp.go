@@ -164,6 +164,15 @@ func (f *udpFlow) account(b []byte, arrival time.Duration) (fin bool) {
 		seq = uint64(binary.BigEndian.Uint32(b[8:]))
 	}
 	if f.native && seq&udpFinFlag != 0 {
+		// The closing datagram carries the sender's count: the datagrams
+		// sent after the last one received (the tail) are lost too. A
+		// gap count alone never sees them, while the socket's drop count
+		// (SO_RXQ_OVFL, on this very datagram) does: the tail dropped by
+		// a full buffer would be drops that no loss accounts for.
+		if sent := int64(seq &^ udpFinFlag); sent > f.packets.Load() {
+			f.lost.Add(sent - f.packets.Load())
+			f.packets.Store(sent)
+		}
 		return true
 	}
 	sent := time.Duration(binary.BigEndian.Uint32(b[0:]))*time.Second + time.Duration(binary.BigEndian.Uint32(b[4:]))*time.Microsecond
@@ -288,7 +297,9 @@ func (e *End) receiveUDP(s *Stream) error {
 	buf := make([]byte, 65536)
 	oob := make([]byte, oobSize)
 	if enableDropCount(f.conn) {
-		// Counted from here: no control message means no drop yet.
+		// The kernel counts the socket's drops from its creation, and
+		// each stream's socket is its own (connected, opened for this
+		// stream): no control message means no drop yet.
 		f.drops.Store(0)
 	}
 	limit := span(&e.cfg)
