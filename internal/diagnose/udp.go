@@ -135,9 +135,17 @@ func (d *udpDirection) rcvbufOverflow() *model.Finding {
 	if d.loss >= 0.01 {
 		sev = model.Critical
 	}
+	// The share is of the loss: the socket's count can pass it, as it
+	// counts every datagram it dropped, data or not (a sender's closing
+	// datagram, a duplicate the path made), and the loss counts data
+	// only. Evidence then says by how much, and the share stops at all.
+	share := fmt.Sprintf("%.3g%% of the %d lost", 100*float64(d.drops)/float64(u.Lost), u.Lost)
+	if d.drops >= u.Lost {
+		share = fmt.Sprintf("all %d lost", u.Lost)
+	}
 	f := &model.Finding{ID: "udp-rcvbuf-overflow", Layer: model.LayerHost, Severity: sev, Confidence: model.High,
-		Summary: fmt.Sprintf("The receiver's socket buffer overflowed: it dropped %d datagrams, %s of the %d lost, on the receiving host and not on the path.",
-			d.drops, pct(float64(min(d.drops, u.Lost))/float64(u.Lost)), u.Lost),
+		Summary: fmt.Sprintf("The receiver's socket buffer overflowed: it dropped %d datagrams, %s, on the receiving host and not on the path.",
+			d.drops, share),
 		Explanation: "A UDP receiver has no flow control: when its application does not read as fast as datagrams arrive, " +
 			"the socket's receive buffer fills and the kernel drops the rest (it counts them: SO_RXQ_OVFL). " +
 			"A bigger buffer absorbs the receiver's scheduling gaps; a receiver too slow on average needs more CPU or fewer, larger datagrams.",
@@ -149,6 +157,10 @@ func (d *udpDirection) rcvbufOverflow() *model.Finding {
 			{Where: "both ends", Kind: "tcpscope", Command: fmt.Sprintf("tcpscope test -u -w %s ...", need.Binary())},
 		},
 		Effect: fmt.Sprintf("loss falls to what the path itself lost: %.3g%% (%d datagrams)", 100*d.pathLoss, d.pathLost),
+	}
+	if d.drops > u.Lost {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "dropped beyond the datagrams lost: ones that carried no test data (the sender's closing datagrams, duplicates)",
+			Value: fmt.Sprint(d.drops - u.Lost), Source: d.src(model.Receiver)})
 	}
 	if d.window > 0 {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "buffer asked for with -w", Value: d.window.Binary(), Source: "test config"})

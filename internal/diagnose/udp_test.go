@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -48,4 +50,41 @@ func hasID(fs []model.Finding, id string) bool {
 		}
 	}
 	return false
+}
+
+// The receive-buffer finding's share is of the datagrams lost: never over
+// all of them, never rounded up to all when some were the path's, and a
+// socket count past the loss (datagrams that carried no test data) is
+// shown as such in the evidence.
+func TestRcvbufOverflowShare(t *testing.T) {
+	mbit := model.MbitPerSecond
+	for _, tc := range []struct {
+		lost, drops   int64
+		share, beyond string // in the summary; the evidence's value, "" none
+	}{
+		{319756, 319833, "all 319756 lost", "77"},
+		{319756, 319756, "all 319756 lost", ""},
+		{11000, 10990, "99.9% of the 11000 lost", ""},
+		{11000, 6000, "54.5% of the 11000 lost", ""},
+	} {
+		u := model.Datagrams{Packets: 1000000, Lost: tc.lost, SocketDrops: model.Some(tc.drops)}
+		s := &model.DirectionSummary{Direction: model.ClientToServer, Streams: 1, Goodput: model.Some(900 * mbit), SenderRate: model.Some(1000 * mbit), UDP: &u}
+		f := newUDPDirection(s, 1000*mbit, 0, Options{}).rcvbufOverflow()
+		if f == nil {
+			t.Errorf("lost %d, drops %d: no udp-rcvbuf-overflow", tc.lost, tc.drops)
+			continue
+		}
+		if !strings.Contains(f.Summary, fmt.Sprintf("dropped %d datagrams, %s,", tc.drops, tc.share)) {
+			t.Errorf("lost %d, drops %d: summary %q, want the share %q", tc.lost, tc.drops, f.Summary, tc.share)
+		}
+		beyond := ""
+		for _, e := range f.Evidence {
+			if strings.HasPrefix(e.What, "dropped beyond the datagrams lost") {
+				beyond = e.Value
+			}
+		}
+		if beyond != tc.beyond {
+			t.Errorf("lost %d, drops %d: evidence of drops beyond the loss %q, want %q", tc.lost, tc.drops, beyond, tc.beyond)
+		}
+	}
 }
