@@ -386,7 +386,13 @@ func (d *ender) watch(waitCtx context.Context) <-chan struct{} {
 			// iperf3's server stops counting when TEST_END arrives:
 			// what is in flight, queued here or unread there would go
 			// uncounted (esnet/iperf#382).
-			w.awaitRead(waitCtx)
+			var cutBy time.Time
+			if span := d.t.cfg.Duration; span > 0 {
+				cutBy = d.t.running.Add(d.t.cfg.Omit + span + perf.CutAfter)
+			}
+			if w.awaitRead(waitCtx, cutBy) {
+				d.t.e.CutSenders()
+			}
 		}
 		d.t.e.TellEnd()
 		_, _ = d.t.cc.Write([]byte{stateTestEnd})

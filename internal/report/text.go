@@ -368,6 +368,7 @@ func (t *Text) End(run *model.Run) error {
 		} else {
 			fmt.Fprintf(t.w, "  sent        %s (the sender's report is missing)\n", notMeasured)
 		}
+		t.tail(&d)
 		if u := d.UDP; u != nil {
 			late := fmt.Sprintf("%d late (out of order)", u.OutOfOrder)
 			if receiverOf(run, d.Direction).NoKernelState {
