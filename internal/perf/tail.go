@@ -99,7 +99,7 @@ func (g *tailGate) admit(n int, whole bool, stopped <-chan struct{}) (allow int,
 		if g.holding || now.Sub(g.looked) >= tailLook {
 			g.look(now)
 		}
-		allow = n
+		allow, margin = n, left
 		// A queue under minGated holds nothing back: it drains in a
 		// moment on any path a test's buffer matters on, and a paced
 		// sender's rate over a window may be nothing at all.
@@ -115,13 +115,14 @@ func (g *tailGate) admit(n int, whole bool, stopped <-chan struct{}) (allow int,
 			} else if fit < int64(n) {
 				allow = int(fit)
 			}
+			if allow > 0 {
+				// At least a look's time: a write stopped at once by
+				// its deadline would only come back for another look.
+				drain := time.Duration(float64(g.queued+int64(allow)) / g.rate * float64(time.Second))
+				margin = max(left-drain, tailLook)
+			}
 		}
 		if allow > 0 {
-			if g.rateOK && g.rate > 0 {
-				margin = left - time.Duration(float64(g.queued+int64(allow))/g.rate*float64(time.Second))
-			} else {
-				margin = left
-			}
 			return allow, margin, true
 		}
 		if !g.holding {
