@@ -98,7 +98,10 @@ type End struct {
 	// test ended on the control connection (iperf3's).
 	drainBy atomic.Int64
 	// aborted is set by abort: the receivers stop at once.
-	aborted  atomic.Bool
+	aborted atomic.Bool
+	// cutting is set by CutReceivers: a receiver its deadline stops
+	// notes a cut.
+	cutting  atomic.Bool
 	stopOnce sync.Once
 	stopped  chan struct{}
 	// stopTime is when stop was called (nil before): for iperf3, when the
@@ -640,11 +643,15 @@ func (e *End) receive(s *Stream) error {
 			// What arrived before is the test's, even if this reader
 			// had not got to it yet: the client counted it as sent.
 			s.moved.Add(int64(n))
+			cut := e.cutting.Load() && errors.Is(err, os.ErrDeadlineExceeded)
 			if derr := drainQueued(s.conn, buf, func(b []byte) {
 				s.moved.Add(int64(len(b)))
 				last = e.since()
 			}); derr != nil {
 				err = derr
+			}
+			if cut {
+				s.tail = &model.Tail{CutAt: model.Some(e.since())}
 			}
 			break
 		}
@@ -723,10 +730,14 @@ func (e *End) receive(s *Stream) error {
 		// last of them was read: the time they really took.
 		s.finished = max(e.stoppedAt(), last)
 	case e.peerCloses && e.isStopped():
-		// As iperf3's receiver counts it: until TEST_END arrived (a
-		// server) or was sent (a client, which may have waited for the
-		// server to read while the server's senders went on).
-		s.finished = e.endedAt()
+		// Until TEST_END was sent (the client may have waited for the
+		// server to read while the server's senders went on), or, when
+		// bytes the server wrote before it were still on their way, until
+		// the last of them was read: they count, and so does the time
+		// they took (a stock server's -w 8M drained for 3 s after
+		// TEST_END, and counting its bytes over the time to TEST_END
+		// read 24 Mbit/s across a 20 Mbit/s path).
+		s.finished = max(e.endedAt(), last)
 	}
 	err := e.finalSample(s)
 	if e.peerCloses {

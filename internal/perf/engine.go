@@ -136,6 +136,14 @@ func (e *End) CutSenders() {
 	}
 }
 
+// CutReceivers ends the receivers' reads now, as FinishReceivers does,
+// and notes a cut on each stream still reading (model.Tail): an iperf3
+// client ending a timed test whose server's queue still drains.
+func (e *End) CutReceivers() {
+	e.cutting.Store(true)
+	e.finishReceivers()
+}
+
 // FinishReceivers ends the receivers' reads now.
 func (e *End) FinishReceivers() { e.finishReceivers() }
 

@@ -100,10 +100,17 @@ func (g *tailGate) admit(n int, whole bool, stopped <-chan struct{}) (allow int,
 			g.look(now)
 		}
 		allow, margin = n, left
-		// A queue under minGated holds nothing back: it drains in a
-		// moment on any path a test's buffer matters on, and a paced
-		// sender's rate over a window may be nothing at all.
-		if g.rateOK && g.queued > minGated {
+		switch {
+		case !g.rateOK:
+		case g.rate <= 0:
+			// Nothing acknowledged for a whole window: more bytes would
+			// only wait behind the queue. A queue under minGated holds
+			// nothing back: a paced sender's window may see no
+			// acknowledgement at all.
+			if g.queued > minGated {
+				allow = 0
+			}
+		default:
 			// What drains in the time left, less what is queued.
 			fit := int64(g.rate*left.Seconds()) - g.queued
 			least := int64(n)
