@@ -366,15 +366,40 @@ type ender struct {
 	// runDone is closed once the streams have all stopped.
 	runDone chan struct{}
 	// grace ends the receivers' reads should the server not close its
-	// streams after TEST_END.
+	// streams after TEST_END; in a timed TCP test it cuts them (cutWait).
 	grace *time.Timer
 }
 
 func newEnder(t *clientTest) *ender {
 	d := &ender{t: t, endNow: make(chan struct{}), runDone: make(chan struct{})}
-	d.grace = time.AfterFunc(time.Hour, func() { t.e.FinishReceivers() })
+	d.grace = time.AfterFunc(time.Hour, func() {
+		if d.timedTCP() {
+			t.e.CutReceivers()
+		} else {
+			t.e.FinishReceivers()
+		}
+	})
 	d.grace.Stop()
 	return d
+}
+
+// timedTCP says whether the test is a timed TCP test, whose receivers the
+// grace cuts.
+func (d *ender) timedTCP() bool { return d.t.cfg.Duration > 0 && !d.t.cfg.IsUDP() }
+
+// cutWait is how long after TEST_END the receivers read on: a stock
+// server stops writing at TEST_END, but what it wrote before (its send
+// buffer, -w 8M: seconds of a slow path) still drains, and its streams
+// close only behind it. A timed TCP test's receivers count it until
+// perf.CutAfter past the planned end, as a native receiver does, and at
+// least two round trips after TEST_END, for what was in flight then;
+// others until the server closes its streams, at most perf.FinishGrace.
+func (d *ender) cutWait() time.Duration {
+	if !d.timedTCP() {
+		return perf.FinishGrace
+	}
+	planned := d.t.running.Add(d.t.cfg.Omit + d.t.cfg.Duration + perf.CutAfter)
+	return max(time.Until(planned), 2*controlRTT(d.t.cc)+10*time.Millisecond)
 }
 
 // stopTest ends the test, once.
@@ -401,11 +426,17 @@ func (d *ender) watch(waitCtx context.Context) <-chan struct{} {
 			// iperf3's server stops counting when TEST_END arrives:
 			// what is in flight, queued here or unread there would go
 			// uncounted (esnet/iperf#382).
-			w.awaitRead(waitCtx)
+			var cutBy time.Time
+			if span := d.t.cfg.Duration; span > 0 {
+				cutBy = d.t.running.Add(d.t.cfg.Omit + span + perf.CutAfter)
+			}
+			if w.awaitRead(waitCtx, cutBy) {
+				d.t.e.CutSenders()
+			}
 		}
 		d.t.e.TellEnd()
 		_, _ = d.t.cc.Write([]byte{stateTestEnd})
-		d.grace.Reset(perf.FinishGrace)
+		d.grace.Reset(d.cutWait())
 	}()
 	return ended
 }

@@ -99,7 +99,12 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 // for each one it reads. There the bound decides, from the start of the
 // wait: see peerWindows.bounded.) Without snd_wnd
 // (kernels before 5.4), the acknowledgement is all there is to wait for.
-func (w *peerWindows) awaitRead(ctx context.Context) {
+//
+// A timed test's wait ends at cutBy at the latest (the zero time: none),
+// as a native receiver stops waiting for a sender's queue to drain past
+// the planned end (perf.CutAfter): cut reports that it did, bytes still
+// unacknowledged then.
+func (w *peerWindows) awaitRead(ctx context.Context, cutBy time.Time) (cut bool) {
 	begin := time.Now()
 	ps := make([]streamRead, len(w.streams))
 	for i, s := range w.streams {
@@ -110,7 +115,7 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 		ps[i].budget = min(time.Duration(float64(s.Finished())*readWaitShare), maxReadWait)
 	}
 	for {
-		pending := false
+		pending, unacked := false, false
 		now := time.Now()
 		for i, s := range w.streams {
 			p := &ps[i]
@@ -123,6 +128,7 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 				continue
 			}
 			w.note(i, &smp)
+			unacked = unacked || smp.SendQ.V > 0
 			wait := p.acking(&smp, now, now.Sub(begin), w.bounded)
 			if smp.SendQ.V == 0 {
 				wait = p.reading(&smp, now, w.max[i])
@@ -131,11 +137,14 @@ func (w *peerWindows) awaitRead(ctx context.Context) {
 			pending = pending || wait
 		}
 		if !pending {
-			return
+			return false
+		}
+		if !cutBy.IsZero() && !now.Before(cutBy) {
+			return unacked
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(drainPoll):
 		}
 	}

@@ -254,6 +254,41 @@ type StreamTotal struct {
 	UDP *Datagrams `json:"udp,omitempty"`
 	// UDPOmitted is the account of the omitted start (-O), UDP tests.
 	UDPOmitted *Datagrams `json:"udp_omitted,omitempty"`
+	// Tail says how this end kept the stream's end near the planned end
+	// of a timed TCP test; nil when it held nothing back and cut nothing.
+	Tail *Tail `json:"tail,omitempty"`
+}
+
+// Tail is how one end kept a timed TCP stream from running past the
+// planned end while a large send buffer drained at the path's rate
+// (docs/PROTOCOL.md, "How a test ends").
+type Tail struct {
+	// HeldFrom is when a sender, with time left, wrote for the last time
+	// (its clock): from then on it wrote nothing, so that what it had
+	// queued, Queued (written and not yet acknowledged, SIOCOUTQ, at its
+	// first write held back), would drain by the planned end at the rate
+	// its peer acknowledged.
+	HeldFrom Opt[time.Duration] `json:"held_from_ns,omitzero"`
+	Queued   Opt[Bytes]         `json:"queued,omitzero"`
+	// CutAt is when this end stopped waiting for the rest, past the
+	// planned end (its clock): a receiver stopped reading and counts what
+	// it had read; an iperf3 client stopped waiting for the server to
+	// read and ended the test.
+	CutAt Opt[time.Duration] `json:"cut_at_ns,omitzero"`
+}
+
+// TailSummary is how a direction's end was kept near the planned end.
+type TailSummary struct {
+	// HeldFor is the longest any sending stream wrote nothing before the
+	// planned end so that its queue drained by then; Queued is what the
+	// streams that held back had queued when they began to.
+	HeldFor Opt[time.Duration] `json:"held_for_ns,omitzero"`
+	Queued  Opt[Bytes]         `json:"queued,omitzero"`
+	// CutAt is the latest cut (the cutting end's clock), and Uncounted
+	// what the sender wrote that the receiver did not count (all bytes,
+	// the omitted start's too), when both ends reported.
+	CutAt     Opt[time.Duration] `json:"cut_at_ns,omitzero"`
+	Uncounted Opt[Bytes]         `json:"uncounted,omitzero"`
 }
 
 // EndReport is everything one end measured.
@@ -323,6 +358,10 @@ type DirectionSummary struct {
 	// UDP sums the receivers' datagram accounts (UDP tests): LossRate is
 	// then Lost/Packets, and Jitter the largest stream's.
 	UDP *Datagrams `json:"udp,omitempty"`
+	// Tail says how the end of a timed TCP test was kept near its
+	// planned end: senders held back their last writes, or an end cut
+	// the wait for the rest; nil when neither happened.
+	Tail *TailSummary `json:"tail,omitempty"`
 }
 
 // Run is one complete memory-to-memory test as both ends saw it.

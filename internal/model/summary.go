@@ -112,7 +112,52 @@ func Summarize(run *Run) []DirectionSummary {
 		if sum.UDP != nil {
 			sum.LossRate = Some(sum.UDP.LossRate())
 		}
+		sum.Tail = tailOf(run, sender, receiver, ids)
 		out = append(out, sum)
 	}
 	return out
+}
+
+// tailOf sums how a direction's streams were kept near the planned end;
+// nil when no stream was held back or cut.
+func tailOf(run *Run, sender, receiver *EndReport, ids map[int]bool) *TailSummary {
+	var ts TailSummary
+	planned := run.Config.Omit + run.Config.Duration
+	cut := false
+	var written, counted Bytes
+	nSend, nRecv := 0, 0
+	for _, end := range []*EndReport{sender, receiver} {
+		for _, t := range end.Totals {
+			if !ids[t.Stream] {
+				continue
+			}
+			if end == sender {
+				written += t.AllBytes
+				nSend++
+			} else {
+				counted += t.AllBytes
+				nRecv++
+			}
+			if t.Tail == nil {
+				continue
+			}
+			if from, ok := t.Tail.HeldFrom.Get(); ok {
+				ts.HeldFor = Some(max(ts.HeldFor.V, planned-from))
+				if q, ok := t.Tail.Queued.Get(); ok {
+					ts.Queued = Some(ts.Queued.V + q)
+				}
+			}
+			if at, ok := t.Tail.CutAt.Get(); ok {
+				cut = true
+				ts.CutAt = Some(max(ts.CutAt.V, at))
+			}
+		}
+	}
+	if !ts.HeldFor.OK && !cut {
+		return nil
+	}
+	if cut && nSend > 0 && nRecv > 0 {
+		ts.Uncounted = Some(max(written-counted, 0))
+	}
+	return &ts
 }

@@ -35,6 +35,10 @@ type Stream struct {
 	first    time.Duration // arrival of the first byte (receivers)
 	final    model.Sample
 	err      error
+	// tail: how the stream's end was kept near the planned end (nil:
+	// it was not); set by the stream's goroutine, or for an iperf3
+	// client's cut by its ender once the stream is done (End.CutSenders).
+	tail *model.Tail
 }
 
 // netConn is the stream's socket, TCP or UDP.
@@ -94,7 +98,10 @@ type End struct {
 	// test ended on the control connection (iperf3's).
 	drainBy atomic.Int64
 	// aborted is set by abort: the receivers stop at once.
-	aborted  atomic.Bool
+	aborted atomic.Bool
+	// cutting is set by CutReceivers: a receiver its deadline stops
+	// notes a cut.
+	cutting  atomic.Bool
 	stopOnce sync.Once
 	stopped  chan struct{}
 	// stopTime is when stop was called (nil before): for iperf3, when the
@@ -411,6 +418,15 @@ func (e *End) send(s *Stream) error {
 		defer zc.Close()
 		write = func(b []byte) (int, error) { return zc.send(s.conn, len(b)) }
 	}
+	// A timed test's sender holds its last writes back so that its queue
+	// drains by the planned end (tail.go).
+	var gate *tailGate
+	var planned time.Time
+	gated := false // the write deadline is the gate's margin
+	if d := span(&e.cfg); d > 0 {
+		planned = e.t0.Add(d)
+		gate = newTailGate(s.conn, planned)
+	}
 	var written int64
 	var werr error
 write:
@@ -441,10 +457,39 @@ write:
 				}
 			}
 		}
+		if gate != nil {
+			allow, margin, ok := gate.admit(len(chunk), e.wholeBlocks, e.stopped)
+			if !ok {
+				break
+			}
+			chunk = chunk[:allow]
+			// A write the full send buffer holds up past its margin
+			// would enter the queue too late to drain by the planned
+			// end: it stops there, having written what it could. (Once
+			// the margin is under half the time left: before, a write
+			// held up for long still drains in time, and a fast path
+			// never sets a deadline but in its last milliseconds.)
+			if now := time.Now(); margin < planned.Sub(now)/2 {
+				_ = s.conn.SetWriteDeadline(now.Add(margin))
+				gated = true
+			} else if gated {
+				_ = s.conn.SetWriteDeadline(planned)
+				gated = false
+			}
+			if e.isStopped() {
+				break // stop's deadline may have come before this one
+			}
+		}
 		n, err := write(chunk)
 		s.moved.Add(int64(n))
 		written += int64(n)
+		if gate != nil {
+			gate.wrote(n)
+		}
 		if err != nil {
+			if gated && errors.Is(err, os.ErrDeadlineExceeded) && !e.isStopped() && time.Now().Before(planned) {
+				continue // the gate's deadline: it looks again
+			}
 			if !errors.Is(err, os.ErrDeadlineExceeded) {
 				werr = fmt.Errorf("write: %w", err)
 			}
@@ -452,6 +497,11 @@ write:
 		}
 	}
 	s.finished = e.since()
+	if gate != nil {
+		if from, queued, ok := gate.held(); ok {
+			s.tail = &model.Tail{HeldFrom: model.Some(max(from.Sub(e.t0), 0)), Queued: model.Some(model.Bytes(queued))}
+		}
+	}
 	if werr != nil && !e.peerCloses {
 		e.finalSample(s)
 		return werr
@@ -557,11 +607,21 @@ func (e *End) receive(s *Stream) error {
 	// nothing for stallLimit (the sender does the same).
 	var graceEnd time.Time
 	lastMoved := int64(-1)
+	// A timed native test's receiver stops waiting for the rest at
+	// cutBy, counting what it has by then, should the sender's queue
+	// still be draining (tail.go); an iperf3 test ends on its control
+	// connection instead.
+	var cutBy time.Time
 	if limit > 0 {
 		graceEnd = e.t0.Add(limit + finishGrace)
+		first := e.t0.Add(limit + stallLimit)
+		if span(&e.cfg) > 0 && !e.peerCloses && !e.readOn {
+			cutBy = e.t0.Add(limit + cutAfter)
+			first = cutBy
+		}
 		// (iperf3: TEST_END may have come before this reader started;
 		// the end drainReceivers set then stands.)
-		e.setReadDeadline(s.conn, e.t0.Add(limit+stallLimit))
+		e.setReadDeadline(s.conn, first)
 	}
 	var last time.Duration // the latest read that returned data
 	for {
@@ -583,13 +643,34 @@ func (e *End) receive(s *Stream) error {
 			// What arrived before is the test's, even if this reader
 			// had not got to it yet: the client counted it as sent.
 			s.moved.Add(int64(n))
+			cut := e.cutting.Load() && errors.Is(err, os.ErrDeadlineExceeded)
 			if derr := drainQueued(s.conn, buf, func(b []byte) {
 				s.moved.Add(int64(len(b)))
 				last = e.since()
 			}); derr != nil {
 				err = derr
 			}
+			if cut {
+				s.tail = &model.Tail{CutAt: model.Some(e.since())}
+			}
 			break
+		}
+		if !cutBy.IsZero() && errors.Is(err, os.ErrDeadlineExceeded) && !e.aborted.Load() {
+			s.moved.Add(int64(n))
+			switch by := e.t0.Add(limit + 2*receiverRTT(s.conn)); {
+			case last <= limit:
+				// Nothing arrived past the planned end: no queue is
+				// draining, and a path that stopped delivering is told
+				// by the stall below.
+				cutBy = time.Time{}
+				_ = s.conn.SetReadDeadline(e.t0.Add(limit + stallLimit))
+			case by.After(time.Now()):
+				cutBy = by // two round trips of this path are longer
+				_ = s.conn.SetReadDeadline(by)
+			default:
+				return e.cut(s, buf)
+			}
+			continue
 		}
 		if limit > 0 && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(graceEnd) && !e.aborted.Load() {
 			if m := s.moved.Load(); m != lastMoved {
@@ -649,10 +730,14 @@ func (e *End) receive(s *Stream) error {
 		// last of them was read: the time they really took.
 		s.finished = max(e.stoppedAt(), last)
 	case e.peerCloses && e.isStopped():
-		// As iperf3's receiver counts it: until TEST_END arrived (a
-		// server) or was sent (a client, which may have waited for the
-		// server to read while the server's senders went on).
-		s.finished = e.endedAt()
+		// Until TEST_END was sent (the client may have waited for the
+		// server to read while the server's senders went on), or, when
+		// bytes the server wrote before it were still on their way, until
+		// the last of them was read: they count, and so does the time
+		// they took (a stock server's -w 8M drained for 3 s after
+		// TEST_END, and counting its bytes over the time to TEST_END
+		// read 24 Mbit/s across a 20 Mbit/s path).
+		s.finished = max(e.endedAt(), last)
 	}
 	err := e.finalSample(s)
 	if e.peerCloses {
@@ -662,6 +747,49 @@ func (e *End) receive(s *Stream) error {
 		err = fmt.Errorf("half-close: %w", cerr)
 	}
 	return err
+}
+
+// receiverRTT is a receiving socket's RTT by its kernel: the larger of
+// its smoothed RTT (from the handshake, and what it sends) and its
+// receive-side estimate; 0 when it cannot be read.
+func receiverRTT(c *net.TCPConn) time.Duration {
+	smp, err := tcpinfo.Read(c)
+	if err != nil {
+		return 0
+	}
+	return max(smp.RTT, smp.RcvRTT)
+}
+
+// cut ends a receiving stream whose sender's queue is still draining
+// past the planned end (tail.go): it counts what its kernel has received
+// by now, read or queued, and no more, takes the final sample then, and
+// half-closes, which ends the sender's wait; what is still on its way is
+// never counted (closing the socket resets it).
+func (e *End) cut(s *Stream, buf []byte) error {
+	smp, err := tcpinfo.Read(s.conn)
+	if err != nil {
+		s.finished = e.since()
+		return fmt.Errorf("cut: %w", err)
+	}
+	smp.At = e.since()
+	s.final, s.finished = smp, smp.At
+	s.tail = &model.Tail{CutAt: model.Some(smp.At)}
+	// What was queued when the kernel was read is there: read exactly
+	// that, at once.
+	queued := int64(smp.RecvQ.V)
+	_ = s.conn.SetReadDeadline(time.Now().Add(drainLimit))
+	for queued > 0 {
+		n, rerr := s.conn.Read(buf[:min(int64(len(buf)), queued)])
+		s.moved.Add(int64(n))
+		queued -= int64(n)
+		if rerr != nil {
+			return fmt.Errorf("cut: read what was queued: %w", rerr)
+		}
+	}
+	if err := s.conn.CloseWrite(); err != nil {
+		return fmt.Errorf("half-close: %w", err)
+	}
+	return nil
 }
 
 // drainQueued hands got what has already arrived on c, without waiting
@@ -971,6 +1099,7 @@ func (e *End) totals() []model.StreamTotal {
 			Rate:      model.RateOf(measured, dur.Seconds()),
 			AllBytes:  model.Bytes(all),
 			MaxSndWnd: e.maxSndWnd[i],
+			Tail:      s.tail,
 		}
 		if s.udp == nil {
 			// A TCP stream's kernel state; a UDP stream has none.

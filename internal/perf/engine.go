@@ -23,6 +23,9 @@ const (
 	// StallLimit is how long a sender waits with no acknowledgement
 	// progress before it gives its last bytes up.
 	StallLimit = stallLimit
+	// CutAfter is how long past a timed test's planned end its end waits
+	// at least for a sender's queue to drain before it cuts the wait.
+	CutAfter = cutAfter
 )
 
 // NewTCPStream is stream id of a test, on c, in role at this end.
@@ -116,6 +119,31 @@ func (e *End) Abort() { e.abort() }
 
 // TellEnd notes that this end has told its peer the test is over.
 func (e *End) TellEnd() { e.tellEnd() }
+
+// CutSenders notes that this end stopped waiting, now, for what its
+// senders had queued to arrive (an iperf3 client ending the test while
+// bytes were unacknowledged past the planned end). Call it once the
+// senders are done, before Report.
+func (e *End) CutSenders() {
+	at := model.Some(e.since())
+	for _, s := range e.streams {
+		if s.role != model.Sender || s.udp != nil {
+			continue
+		}
+		if s.tail == nil {
+			s.tail = &model.Tail{}
+		}
+		s.tail.CutAt = at
+	}
+}
+
+// CutReceivers ends the receivers' reads now, as FinishReceivers does,
+// and notes a cut on each stream still reading (model.Tail): an iperf3
+// client ending a timed test whose server's queue still drains.
+func (e *End) CutReceivers() {
+	e.cutting.Store(true)
+	e.finishReceivers()
+}
 
 // FinishReceivers ends the receivers' reads now.
 func (e *End) FinishReceivers() { e.finishReceivers() }

@@ -445,6 +445,7 @@ func (t *Text) summary(run *model.Run, d *model.DirectionSummary) {
 	} else {
 		t.item("sent", notMeasured+" (the sender's report is missing)")
 	}
+	t.tail(d)
 	if u := d.UDP; u != nil {
 		late := fmt.Sprintf("%d late (out of order)", u.OutOfOrder)
 		if receiverOf(run, d.Direction).NoKernelState {
