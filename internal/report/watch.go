@@ -88,10 +88,10 @@ func (v *WatchList) Write(l watch.List) error {
 	tables := listTables(l.Rows, cuts{})
 	widths := columns.Widths(tables...)
 	keep, line := columns.Fit(widths, listPadding, width, listDrop)
-	if line > width {
+	if c := cutsFor(widths, line-width); line > width && c != (cuts{}) {
 		// Every column that may go has gone: the addresses and the
 		// process are cut to fit, with the same columns kept.
-		tables = listTables(l.Rows, cutsFor(widths, line-width))
+		tables = listTables(l.Rows, c)
 	}
 	b = columns.AppendColumns(b, keep, tables...)
 	addrWidth := max((width-len("closed:  → "))/2, minAddrWidth)
