@@ -77,13 +77,18 @@ func (v *WatchList) Write(l watch.List) error {
 		l.Rows = v.busy(l.Rows)
 		hidden -= len(l.Rows)
 	}
-	b = fmt.Appendf(b, "tcpscope watch: %d connections (%s) at %s\n", len(l.Rows), what, time.Now().Format("15:04:05"))
-	if hidden > 0 {
-		b = fmt.Appendf(b, "%d idle connections hidden (nothing moved or queued for %v; -a shows them)\n", hidden, v.Refresh)
-	}
 	width := v.Width
 	if width <= 0 {
 		width = 80
+	}
+	head := fmt.Sprintf("tcpscope watch: %d connections () at %s", len(l.Rows), time.Now().Format("15:04:05"))
+	if room := width - utf8.RuneCountInString(head); utf8.RuneCountInString(what) > room {
+		// A long filter is cut, its start kept.
+		what = string([]rune(what)[:max(room-1, 1)]) + "…"
+	}
+	b = fmt.Appendf(b, "tcpscope watch: %d connections (%s) at %s\n", len(l.Rows), what, time.Now().Format("15:04:05"))
+	if hidden > 0 {
+		b = fmt.Appendf(b, "%d idle connections hidden (nothing moved or queued for %v; -a shows them)\n", hidden, v.Refresh)
 	}
 	tables := listTables(l.Rows, cuts{})
 	widths := columns.Widths(tables...)

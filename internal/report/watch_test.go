@@ -244,6 +244,20 @@ func TestWatchListHidesIdle(t *testing.T) {
 	}
 }
 
+// A filter too long for the header's line is cut, its start kept.
+func TestWatchListLongFilter(t *testing.T) {
+	var out bytes.Buffer
+	filter := "( dport 22 or sport 22 or dport 443 or sport 443 ) and state established and not dst 10.0.0.0/8"
+	v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, Filter: filter}
+	if err := v.Write(goldenList(true)); err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(out.String(), "\n")
+	if n := utf8.RuneCountInString(header); n > 80 || !strings.Contains(header, "(( dport 22 or sport 22") || !strings.Contains(header, "…) at ") {
+		t.Errorf("header of %d runes: %q", n, header)
+	}
+}
+
 // goldenList is a host's list with what makes one wide: long IPv6
 // addresses, a long process name, a busy IPv4 LAN; and what is absent
 // rather than zero: a connection's first sample, a time-wait socket
