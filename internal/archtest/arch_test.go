@@ -43,7 +43,7 @@ var allowed = map[string][]string{
 	"internal/probe":          {"internal/model", "internal/tcpinfo"},
 	"internal/sockdiag":       {"internal/model", "internal/sockdiag/inetdiag"},
 	"internal/watch":          {"internal/model", "internal/diagnose", "internal/pace"},
-	"internal/scope":          {"internal/model", "internal/watch"},
+	"internal/scope":          {"internal/columns", "internal/model", "internal/watch"},
 	"internal/columns":        {},
 	"internal/pace":           {},
 	"internal/lab/profile":    {"internal/model", "internal/lab/emulator"},

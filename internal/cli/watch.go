@@ -62,7 +62,10 @@ Web100's main window: arrow keys (or j/k) choose a connection, Enter
 follows it, Esc goes back to the list, q quits; in the follow view v
 toggles a pane of every tcp_info variable with its value and unit
 (absent ones said absent). Piped, or with -c, --json-stream or --record,
-it prints the list as text every --refresh.
+it prints the list as text every --refresh, as wide as the terminal
+($COLUMNS, else 80 columns): on a narrow one cc, retr, cwnd, RTT and state
+give way in that order, then long IPv6 addresses and process names are
+cut. A goodput not measured yet (a connection's first sample) is "-".
 
 --conn FILTER follows one connection: every sample's goodput, cwnd
 against the peer's window, RTT, what limited the sender, and the running

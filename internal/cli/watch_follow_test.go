@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/sockdiag"
@@ -413,4 +415,62 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// The piped list is as wide as $COLUMNS says, else 80 columns (in runes),
+// wider showing every column; on its first sample a connection's rate is
+// absent, not 0.
+func TestWatchListWidth(t *testing.T) {
+	port, data, _ := iperf3Loopback(t, 30)
+	list := func(columns string, args ...string) []string {
+		t.Helper()
+		t.Setenv("COLUMNS", columns)
+		code, out, errOut := run(append(append([]string{"watch", "-a"}, args...), "dport", strconv.Itoa(port))...)
+		if code != 0 {
+			t.Fatalf("watch %q, COLUMNS=%q: exit %d: %s", args, columns, code, errOut)
+		}
+		return strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	}
+	// The list's row of a connection, by its local port.
+	rowOf := func(lines []string, s model.Socket) string {
+		for _, l := range lines {
+			if strings.Contains(l, fmt.Sprintf(":%d ", s.Local.Port())) {
+				return l
+			}
+		}
+		t.Fatalf("no row of %s in %q", s.Local, lines)
+		return ""
+	}
+	for _, columns := range []string{"", "80", "200"} {
+		lines := list(columns, "-c", "2")
+		width := 80
+		if columns == "200" {
+			width = 200
+		}
+		for _, l := range lines {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("COLUMNS=%q: a line of %d runes: %q", columns, n, l)
+			}
+		}
+		header := strings.Fields(lines[1])
+		for _, h := range []string{"local", "remote", "goodput", "process"} {
+			if !slices.Contains(header, h) {
+				t.Errorf("COLUMNS=%q: no %s column: %q", columns, h, lines[1])
+			}
+		}
+		if columns == "200" {
+			for _, h := range []string{"state", "cc", "RTT", "cwnd", "retr"} {
+				if !slices.Contains(header, h) {
+					t.Errorf("COLUMNS=%q: no %s column: %q", columns, h, lines[1])
+				}
+			}
+		}
+		if row := rowOf(lines, data); !strings.Contains(row, "bit/s  →") || !strings.Contains(row, "iperf3/") {
+			t.Errorf("COLUMNS=%q: the data connection's row %q", columns, row)
+		}
+	}
+	// One sample: no rate yet.
+	if row := rowOf(list("200", "-c", "1"), data); strings.Contains(row, "bit/s") || !strings.Contains(row, "estab") {
+		t.Errorf("a first sample's row %q", row)
+	}
 }

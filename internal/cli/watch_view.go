@@ -19,7 +19,7 @@ func (f *watchFlags) show(cfg watch.Config, stdout io.Writer) watch.Show {
 		return watch.Show{Frame: frameView(out, f.jsonStream)}
 	}
 	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1,
-		All: f.all}
+		All: f.all, Width: terminalWidth(stdout)}
 	return watch.Show{List: l.Write}
 }
 

@@ -32,10 +32,10 @@ type Table struct {
 	// where cell i ends and its width (row r's cell c is cell r*cols+c).
 	text  []byte
 	cells []cell
-	// widths is each column's widest cell so far, in runes; runes is the
-	// sum of every cell's width.
+	// widths is each column's widest cell so far, in runes; extra is,
+	// per column, the bytes its cells' text takes beyond their widths.
 	widths []int
-	runes  int
+	extra  []int
 	// special is set by a cell tabwriter would not take as plain text.
 	special bool
 }
@@ -43,7 +43,7 @@ type Table struct {
 // New makes a table of rows of cols cells, its columns separated by at
 // least padding spaces.
 func New(cols, padding int) *Table {
-	return &Table{cols: cols, padding: padding, widths: make([]int, cols)}
+	return &Table{cols: cols, padding: padding, widths: make([]int, cols), extra: make([]int, cols)}
 }
 
 // Grow makes room for rows more rows of about cellBytes bytes a cell.
@@ -83,7 +83,7 @@ func (t *Table) ended(n int) {
 	col := len(t.cells) % t.cols
 	t.cells = append(t.cells, cell{int32(len(t.text)), int32(w)})
 	t.widths[col] = max(t.widths[col], w)
-	t.runes += w
+	t.extra[col] += n - w
 }
 
 // hasSpecial reports a byte tabwriter gives a meaning to.
@@ -111,12 +111,56 @@ func (t *Table) AppendTo(b []byte) []byte { return AppendAll(b, t) }
 // turn, every column as wide as its widest cell in any of them. Tables
 // filled side by side, a part of the rows each, are laid out side by side
 // too, each into its own stretch of b.
-func AppendAll(b []byte, tables ...*Table) []byte {
+func AppendAll(b []byte, tables ...*Table) []byte { return AppendColumns(b, nil, tables...) }
+
+// Widths is each column's widest cell in any of tables, in runes (as
+// tabwriter counts them): what AppendAll pads each column to, less the
+// padding.
+func Widths(tables ...*Table) []int {
+	if len(tables) == 0 {
+		return nil
+	}
+	widths := make([]int, tables[0].cols)
+	for _, t := range tables {
+		for c, w := range t.widths {
+			widths[c] = max(widths[c], w)
+		}
+	}
+	return widths
+}
+
+// Fit chooses the columns that fit lines of width runes: each column
+// takes its width (widths, in runes) and padding, and columns are left
+// out in the order drop names, as many as it takes and no more. It
+// returns which columns are kept and the kept line's width, which is
+// still over width when leaving out every column drop names was not
+// enough. A list that shrinks with the screen this way keeps what
+// matters most, and shows the rest again when the screen is wider.
+func Fit(widths []int, padding, width int, drop []int) (keep []bool, line int) {
+	keep = make([]bool, len(widths))
+	for c, w := range widths {
+		keep[c] = true
+		line += w + padding
+	}
+	for _, c := range drop {
+		if line <= width {
+			break
+		}
+		if keep[c] {
+			keep[c], line = false, line-widths[c]-padding
+		}
+	}
+	return keep, line
+}
+
+// AppendColumns appends tables as AppendAll does, with only the columns
+// keep marks (nil keeps all): exactly what tabwriter writes for the
+// rows without the other columns' cells.
+func AppendColumns(b []byte, keep []bool, tables ...*Table) []byte {
 	if len(tables) == 0 {
 		return b
 	}
 	cols, padding := tables[0].cols, tables[0].padding
-	widths := make([]int, cols)
 	special := false
 	for _, t := range tables {
 		if t.cols != cols || t.padding != padding {
@@ -125,25 +169,43 @@ func AppendAll(b []byte, tables ...*Table) []byte {
 		if len(t.cells)%t.cols != 0 {
 			panic(fmt.Sprintf("columns: a row of %d cells left incomplete (rows have %d)", len(t.cells)%t.cols, t.cols))
 		}
-		for c, w := range t.widths {
-			widths[c] = max(widths[c], w)
-		}
 		special = special || t.special
 	}
+	if keep == nil {
+		keep = make([]bool, cols)
+		for c := range keep {
+			keep[c] = true
+		}
+	} else if len(keep) != cols {
+		panic(fmt.Sprintf("columns: %d columns kept or not of %d", len(keep), cols))
+	}
 	if special {
-		return viaTabwriter(b, tables)
+		return viaTabwriter(b, keep, tables)
 	}
+	// A left-out column is as wide as nothing, and its cells' text is
+	// skipped.
+	widths := Widths(tables...)
 	line := 0
-	for _, w := range widths {
-		line += w + padding
+	for c, w := range widths {
+		if keep[c] {
+			line += w + padding
+		} else {
+			widths[c] = -1
+		}
 	}
-	// Every row takes line bytes of padding and text, less the bytes its
-	// text's runes do not take, and a newline: each table's stretch is
-	// known before any is written.
+	// Every row takes line bytes of padding and text, plus the bytes its
+	// kept cells' text takes beyond their runes, and a newline: each
+	// table's stretch is known before any is written.
 	start := make([]int, len(tables)+1)
 	start[0] = len(b)
 	for i, t := range tables {
-		start[i+1] = start[i] + len(t.text) + t.Rows()*line - t.runes + t.Rows()
+		extra := 0
+		for c, e := range t.extra {
+			if keep[c] {
+				extra += e
+			}
+		}
+		start[i+1] = start[i] + t.Rows()*(line+1) + extra
 	}
 	b = slices.Grow(b, start[len(tables)]-len(b))[:start[len(tables)]]
 	var wg sync.WaitGroup
@@ -159,12 +221,17 @@ func AppendAll(b []byte, tables ...*Table) []byte {
 	return b
 }
 
-// layout appends the table's lines to b, which has room for them.
+// layout appends the table's lines to b, which has room for them; a
+// column of width -1 is left out.
 func (t *Table) layout(b []byte, widths []int) {
 	start := int32(0)
 	for r := range t.Rows() {
 		for c, w := range widths {
 			cell := t.cells[r*t.cols+c]
+			if w < 0 {
+				start = cell.end
+				continue
+			}
 			b = appendSpaces(b, w+t.padding-int(cell.width))
 			b = append(b, t.text[start:cell.end]...)
 			start = cell.end
@@ -173,15 +240,18 @@ func (t *Table) layout(b []byte, widths []int) {
 	}
 }
 
-// viaTabwriter lays tables out, as one, with tabwriter itself.
-func viaTabwriter(b []byte, tables []*Table) []byte {
+// viaTabwriter lays tables out, as one, with tabwriter itself: the
+// columns keep marks.
+func viaTabwriter(b []byte, keep []bool, tables []*Table) []byte {
 	buf := bytes.NewBuffer(b)
 	tw := tabwriter.NewWriter(buf, 0, 0, tables[0].padding, ' ', tabwriter.AlignRight)
 	for _, t := range tables {
 		start := int32(0)
 		for i, c := range t.cells {
-			tw.Write(t.text[start:c.end])
-			tw.Write([]byte{'\t'})
+			if keep[i%t.cols] {
+				tw.Write(t.text[start:c.end])
+				tw.Write([]byte{'\t'})
+			}
 			if i%t.cols == t.cols-1 {
 				tw.Write([]byte{'\n'})
 			}

@@ -3,6 +3,7 @@ package columns
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -115,4 +116,77 @@ func TestIncompleteRowPanics(t *testing.T) {
 	tb := New(2, 2)
 	tb.Cell("a")
 	tb.AppendTo(nil)
+}
+
+// Columns left out are laid out as tabwriter lays out the rows without
+// them, in one table or several, on the fast path and through tabwriter.
+func TestAppendColumnsLikeTabwriterWithout(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	alphabet := []string{"a", "bc", "[2001:db8::1]:443", "→", "é", "", "\xc3", "iperf3/4711"}
+	for range 300 {
+		cols := 1 + r.IntN(6)
+		rows := make([][]string, r.IntN(12))
+		for i := range rows {
+			for range cols {
+				var c strings.Builder
+				for range r.IntN(4) {
+					c.WriteString(alphabet[r.IntN(len(alphabet))])
+				}
+				if r.IntN(100) == 0 {
+					c.WriteString("\t")
+				}
+				rows[i] = append(rows[i], c.String())
+			}
+		}
+		keep := make([]bool, cols)
+		var kept [][]string
+		for c := range keep {
+			keep[c] = r.IntN(3) > 0
+		}
+		keep[r.IntN(cols)] = true // a line of no cells is no line tabwriterOf can write
+		for _, row := range rows {
+			var k []string
+			for c, cell := range row {
+				if keep[c] {
+					k = append(k, cell)
+				}
+			}
+			kept = append(kept, k)
+		}
+		parts := 1 + r.IntN(3)
+		var tables []*Table
+		for p := range parts {
+			tb := New(cols, 2)
+			for _, row := range rows[p*len(rows)/parts : (p+1)*len(rows)/parts] {
+				for _, c := range row {
+					tb.Cell(c)
+				}
+			}
+			tables = append(tables, tb)
+		}
+		want := "before\n" + tabwriterOf(kept, 2)
+		if got := string(AppendColumns([]byte("before\n"), keep, tables...)); got != want {
+			t.Fatalf("%q without %v:\ngot\n%q\nwant\n%q", rows, keep, got, want)
+		}
+	}
+}
+
+func TestFit(t *testing.T) {
+	widths := []int{10, 10, 5, 3, 8}
+	for _, c := range []struct {
+		width    int
+		wantKeep []bool
+		wantLine int
+	}{
+		{100, []bool{true, true, true, true, true}, 46},
+		{46, []bool{true, true, true, true, true}, 46},
+		{45, []bool{true, true, true, false, true}, 41},   // the first to go
+		{36, []bool{true, true, false, false, true}, 34},  // the next
+		{20, []bool{true, true, false, false, false}, 24}, // still over: nothing more to leave out
+	} {
+		keep, line := Fit(widths, 2, c.width, []int{3, 2, 4})
+		if !slices.Equal(keep, c.wantKeep) || line != c.wantLine {
+			t.Errorf("width %d: kept %v, line %d; want %v, %d", c.width, keep, line, c.wantKeep, c.wantLine)
+		}
+	}
 }

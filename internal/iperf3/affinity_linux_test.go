@@ -1,12 +1,15 @@
 package iperf3_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,4 +72,120 @@ func TestIperf3ServerAffinity(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A stock iperf3 client's -A n,m asks a tcpscope server to pin itself to
+// CPU m (server_affinity). The server follows the native protocol's
+// policy: pinned for the test, and restored after, when it allows it
+// (AllowAffinity); otherwise never pinned, and its log warns. The
+// server is this test's own process: its mask is read while the client
+// runs.
+func TestServeIperf3ServerAffinity(t *testing.T) {
+	requireIperf3(t)
+	var before unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil || !before.IsSet(0) || before.Count() < 2 {
+		t.Skip("needs CPU 0 and another")
+	}
+	wantCPUs := threadCPUs(t)[fmt.Sprint(unix.Gettid())]
+	pinnedTo0 := func() bool {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			t.Fatal(err)
+		}
+		return set.Count() == 1 && set.IsSet(0)
+	}
+	for _, allow := range []bool{false, true} {
+		logs := &lockedBuffer{}
+		srv := &perf.Server{Version: "test", AllowAffinity: allow, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+		srv.Handle(&iperf3.Handler{})
+		addr := perftest.Serve(t, srv)
+		_, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command(iperf3Bin(), "-c", "127.0.0.1", "-p", port, "-A", "0,0", "-t", "1")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		pinned, polls := false, 0
+	run:
+		for {
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("allow %v: iperf3 -A 0,0: %v\n%s", allow, err, out.Bytes())
+				}
+				break run
+			default:
+			}
+			pinned = pinned || pinnedTo0()
+			polls++
+			time.Sleep(5 * time.Millisecond)
+		}
+		if pinned != allow {
+			t.Errorf("allow %v: the server pinned to CPU 0 during the test: %v (%d looks)", allow, pinned, polls)
+		}
+		// The pin ends with the server's end of the test, which may
+		// outlast the client by a moment; the warning is logged as the
+		// test starts.
+		warning := "ignored: the server allows it only with --allow-affinity"
+		deadline := time.Now().Add(5 * time.Second)
+		for pinnedTo0() || !allow && !strings.Contains(logs.String(), warning) {
+			if time.Now().After(deadline) {
+				t.Fatalf("allow %v: 5 s after the test, pinned %v, log:\n%s", allow, pinnedTo0(), logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if allow && strings.Contains(logs.String(), "asked to pin the server") {
+			t.Errorf("allow %v: the server warned of the pin:\n%s", allow, logs.String())
+		}
+		// Every thread's, not only this one's.
+		for tid, cpus := range threadCPUs(t) {
+			if cpus != wantCPUs {
+				t.Errorf("allow %v: thread %s may run on CPUs %s after the test, %s before it", allow, tid, cpus, wantCPUs)
+			}
+		}
+	}
+}
+
+// threadCPUs is the CPUs each of this process's threads may run on, by
+// thread ID (Cpus_allowed_list).
+func threadCPUs(t *testing.T) map[string]string {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			continue // exited since the listing
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				out[task.Name()] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}
+
+// lockedBuffer is a log's buffer, written by the server's goroutines and
+// read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -384,6 +384,8 @@ type paramsIn struct {
 	ServerOutput  json.RawMessage `json:"get_server_output"`
 	ClientVersion string          `json:"client_version"`
 	AuthToken     string          `json:"authtoken"`
+	// ServerAffinity is the CPU -A n,m asks the server to pin itself to.
+	ServerAffinity *float64 `json:"server_affinity"`
 }
 
 // errUnsupported marks what this server does not serve to iperf3
@@ -419,6 +421,15 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		Window: model.Bytes(p.Window), MSS: p.MSS, Bitrate: model.Bitrate(p.Bandwidth), FQRate: model.Bitrate(p.FQRate),
 		Congestion: p.Congestion, Reverse: p.Reverse != nil, Bidir: p.Bidirectional != nil, NoDelay: p.NoDelay != nil,
 		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil, TOS: p.TOS,
+	}
+	if a := p.ServerAffinity; a != nil {
+		// A CPU number as the kernel counts them (perf checks the same
+		// range of a native client's -A).
+		if !(*a >= 0 && *a <= 1023) || *a != math.Trunc(*a) {
+			return model.TestConfig{}, errorf(perf.CodeBadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "iperf3 parameter server_affinity = %g is no CPU number from 0 to 1023", *a)
+		}
+		cpu := int(*a)
+		cfg.ServerCPU = &cpu
 	}
 	if p.UDP != nil {
 		// iperf3 sends the UDP rate always (-b 0 omits it: unlimited),

@@ -167,8 +167,13 @@ func (h *Handler) authorized(srv *perf.Server, authtoken string) (string, error)
 	return "", nil
 }
 
-// run runs an admitted test: its streams, the test, its results.
+// run runs an admitted test: its streams, the test, its results. A
+// client's -A n,m (server_affinity) pins the server for the test as a
+// native client's does, by the server's policy (perf.Test.Pin); iperf3
+// has no answer to it, so only the server's log says when it did not.
 func (t *serverTest) run(ctx context.Context) (model.EndReport, string, error) {
+	_, unpin := t.test.Pin(t.cfg.ServerCPU)
+	defer unpin()
 	streams, err := t.openStreams(ctx)
 	defer func() {
 		for _, st := range streams {

@@ -137,6 +137,14 @@ func (s *Server) Join(key []byte, c *Conn) (found, taken bool) {
 // Release ends the test's registration.
 func (t *Test) Release() { t.s.release(t.t) }
 
+// Pin pins the server's process to cpu for the test (nil: no pin asked),
+// by the policy a native client's -A n,m meets: only on a server that
+// allows it (AllowAffinity) and while no other test holds a pin; else
+// the request is ignored and the server's log warns. It returns the CPU
+// pinned to (nil: none) and what undoes the pin, to call when the test
+// ends.
+func (t *Test) Pin(cpu *int) (pinned *int, unpin func()) { return t.s.pin(cpu) }
+
 // Admitted is when the test was admitted.
 func (t *Test) Admitted() time.Time { return t.t.admitted }
 

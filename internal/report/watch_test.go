@@ -6,10 +6,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/netip"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/watch"
@@ -17,22 +20,34 @@ import (
 
 // tabwriterList is the connection list as it was written before
 // internal/columns: through text/tabwriter, cell by cell with fmt. The
-// list must still come out byte for byte like this.
+// list, where nothing needs to give way, must still come out byte for
+// byte like this.
 func tabwriterList(l watch.List) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "local\tremote\tstate\tcc\tgoodput\t\tRTT\tcwnd\tretr\tprocess\t")
 	for _, r := range l.Rows {
-		dir := "←"
+		rate, dir, retr := r.Rate.String(), "←", fmt.Sprint(r.Retrans)
 		if r.Sending {
 			dir = "→"
+		}
+		if r.New || !r.TCP.BytesAcked.OK && !r.TCP.BytesReceived.OK {
+			rate, dir, retr = "-", "", "-"
+		}
+		cwnd := "-"
+		if r.TCP.LastDataSent.OK {
+			cwnd = r.TCP.CwndBytes().Binary()
 		}
 		proc := ""
 		if r.PID != 0 {
 			proc = fmt.Sprintf("%s/%d", r.Process, r.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Local, r.Remote, r.TCP.State, r.TCP.Congestion,
-			r.Rate, dir, watchRTT(r.TCP.RTT), r.TCP.CwndBytes().Binary(), r.Retrans, proc)
+		state := r.TCP.State.String()
+		if r.TCP.State == model.TCPEstablished {
+			state = "estab"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Local, r.Remote, state, r.TCP.Congestion,
+			rate, dir, watchRTT(r.TCP.RTT), cwnd, retr, proc)
 	}
 	tw.Flush()
 	for _, r := range l.Closed {
@@ -63,6 +78,17 @@ func TestWatchListLikeTabwriter(t *testing.T) {
 		if r.IntN(3) > 0 {
 			lr.PID, lr.Process = 1+r.IntN(4000000), procs[r.IntN(len(procs))]
 		}
+		// Counters and tcp_info, or not; a first sample, or not.
+		if r.IntN(4) > 0 {
+			lr.TCP.BytesAcked = model.Some(model.Bytes(r.IntN(1 << 30)))
+		}
+		if r.IntN(4) > 0 {
+			lr.TCP.BytesReceived = model.Some(model.Bytes(r.IntN(1 << 30)))
+		}
+		if r.IntN(4) > 0 {
+			lr.TCP.LastDataSent = model.Some(time.Duration(r.IntN(1e9)))
+		}
+		lr.New = r.IntN(5) == 0
 		return lr
 	}
 	for n := range 41 {
@@ -78,7 +104,7 @@ func TestWatchListLikeTabwriter(t *testing.T) {
 			l.Closed = append(l.Closed, row())
 		}
 		var out bytes.Buffer
-		v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, Filter: "dport 22"}
+		v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, Filter: "dport 22", Width: 1 << 20}
 		if err := v.Write(l); err != nil {
 			t.Fatal(err)
 		}
@@ -215,5 +241,119 @@ func TestWatchListHidesIdle(t *testing.T) {
 	v = &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, All: true}
 	if err := v.Write(l); err != nil || !strings.Contains(out.String(), "5 connections") || strings.Contains(out.String(), "hidden") {
 		t.Errorf("-a list:\n%s", out.String())
+	}
+}
+
+// A filter too long for the header's line is cut, its start kept.
+func TestWatchListLongFilter(t *testing.T) {
+	var out bytes.Buffer
+	filter := "( dport 22 or sport 22 or dport 443 or sport 443 ) and state established and not dst 10.0.0.0/8"
+	v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, Filter: filter}
+	if err := v.Write(goldenList(true)); err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(out.String(), "\n")
+	if n := utf8.RuneCountInString(header); n > 80 || !strings.Contains(header, "(( dport 22 or sport 22") || !strings.Contains(header, "…) at ") {
+		t.Errorf("header of %d runes: %q", n, header)
+	}
+}
+
+// goldenList is a host's list with what makes one wide: long IPv6
+// addresses, a long process name, a busy IPv4 LAN; and what is absent
+// rather than zero: a connection's first sample, a time-wait socket
+// without tcp_info.
+func goldenList(loopbackOnly bool) watch.List {
+	info := func(st model.TCPState, cc string, rtt time.Duration, cwnd uint32) model.SampleBrief {
+		return model.SampleBrief{State: st, Congestion: cc, RTT: rtt, SndMSS: 1448, SndCwnd: cwnd,
+			BytesAcked: model.Some[model.Bytes](1 << 20), BytesReceived: model.Some[model.Bytes](4096),
+			LastDataSent: model.Some(10 * time.Millisecond), LastDataRecv: model.Some(10 * time.Millisecond),
+			RecvQ: model.Some[model.Bytes](0), SendQ: model.Some[model.Bytes](0)}
+	}
+	row := func(local, remote string, tcp model.SampleBrief, sending bool, rate model.Bitrate, retr uint32, proc string, pid int) watch.ListRow {
+		return watch.ListRow{SocketBrief: model.SocketBrief{Local: netip.MustParseAddrPort(local), Remote: netip.MustParseAddrPort(remote),
+			TCP: tcp, Process: proc, PID: pid}, Sending: sending, Rate: rate, Retrans: retr}
+	}
+	l := watch.List{At: 3 * time.Second, Rows: []watch.ListRow{
+		row("127.0.0.1:40002", "127.0.0.1:5201", info(model.TCPEstablished, "cubic", 57*time.Microsecond, 312), true, 27.3e9, 0, "iperf3", 21048),
+		row("127.0.0.1:5201", "127.0.0.1:40002", info(model.TCPEstablished, "cubic", 31*time.Microsecond, 10), false, 27.3e9, 0, "tcpscope", 21050),
+		row("127.0.0.1:40000", "127.0.0.1:5201", info(model.TCPEstablished, "cubic", 45*time.Microsecond, 10), false, 0, 0, "iperf3", 21048),
+	}}
+	// A connection seen for the first time: no rate yet.
+	first := row("127.0.0.1:40004", "127.0.0.1:5201", info(model.TCPEstablished, "cubic", 40*time.Microsecond, 10), false, 0, 0, "iperf3", 21048)
+	first.New = true
+	l.Rows = append(l.Rows, first)
+	if loopbackOnly {
+		return l
+	}
+	l.Rows = append(l.Rows,
+		row("[2a01:4f8:c17:1e2b:9a3c:51ff:fe23:8d4e]:443", "[2001:db8:85a3:8d3:1319:8a2e:370:7348]:51234",
+			info(model.TCPEstablished, "bbr", 23410*time.Microsecond, 87), true, 48.7e6, 12, "nginx", 1187),
+		row("192.168.178.104:53990", "142.250.185.110:443", info(model.TCPEstablished, "cubic", 12810*time.Microsecond, 40), false, 3.21e6, 0, "systemd-resolve", 4194304),
+		row("[fe80::1c2d:3eff:fe4f:5a6b%wlp2s0]:22", "[fe80::9e5c:8eff:fe12:3456%wlp2s0]:51944", info(model.TCPCloseWait, "cubic", 2*time.Millisecond, 10), false, 1.2e3, 0, "sshd", 982),
+		watch.ListRow{SocketBrief: model.SocketBrief{Local: netip.MustParseAddrPort("192.168.178.104:41234"), Remote: netip.MustParseAddrPort("151.101.1.69:443"),
+			TCP: model.SampleBrief{State: model.TCPTimeWait}}},
+	)
+	l.Closed = []watch.ListRow{row("[2a01:4f8:c17:1e2b:9a3c:51ff:fe23:8d4e]:443", "[2001:db8:85a3:8d3:1319:8a2e:370:7348]:51000",
+		info(model.TCPClose, "bbr", 0, 10), false, 0, 0, "nginx", 1187)}
+	return l
+}
+
+// At 80 columns every line fits (in runes: the arrows and "…" are one
+// byte each on no terminal); wider, every column comes back. A rate
+// not yet measured is "-", a measured idle one "0 bit/s".
+func TestWatchListWidths(t *testing.T) {
+	clock := regexp.MustCompile(`at \d\d:\d\d:\d\d\n`)
+	for _, c := range []struct {
+		name         string
+		loopbackOnly bool
+		width        int
+	}{
+		{"watch-list-80.txt", false, 80},
+		{"watch-list-wide.txt", false, 200},
+		{"watch-list-loopback-80.txt", true, 80},
+	} {
+		var out bytes.Buffer
+		v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, All: true, Width: c.width}
+		if err := v.Write(goldenList(c.loopbackOnly)); err != nil {
+			t.Fatal(err)
+		}
+		got := clock.ReplaceAll(out.Bytes(), []byte("at 15:04:05\n"))
+		width := c.width
+		for i, line := range strings.Split(strings.TrimSuffix(string(got), "\n"), "\n") {
+			if n := utf8.RuneCountInString(line); n > width {
+				t.Errorf("%s: line %d is %d runes wide, over %d: %q", c.name, i+1, n, width, line)
+			}
+		}
+		header := strings.Split(string(got), "\n")[1]
+		if !strings.Contains(header, "goodput") {
+			t.Errorf("%s: header %q", c.name, header)
+		}
+		if c.width > 80 {
+			for _, h := range []string{"local", "remote", "state", "cc", "goodput", "RTT", "cwnd", "retr", "process"} {
+				if !slices.Contains(strings.Fields(header), h) {
+					t.Errorf("%s: no %s column at %d wide: %q", c.name, h, c.width, header)
+				}
+			}
+		}
+		for _, want := range []string{" 0 bit/s ", ":40004", "iperf3/21048"} {
+			if !strings.Contains(string(got), want) {
+				t.Errorf("%s lacks %q", c.name, want)
+			}
+		}
+		if strings.Contains(string(got), ":40004") && !regexp.MustCompile(`:40004 .* - `).Match(got) {
+			t.Errorf("%s: the first sample's rate is not absent:\n%s", c.name, got)
+		}
+		golden(t, c.name, got)
+		if c.width == 80 {
+			// Without a width, 80.
+			out.Reset()
+			v := &WatchList{Out: &out, Refresh: time.Second, Interval: time.Second, All: true}
+			if err := v.Write(goldenList(c.loopbackOnly)); err != nil {
+				t.Fatal(err)
+			}
+			if def := clock.ReplaceAll(out.Bytes(), []byte("at 15:04:05\n")); !bytes.Equal(def, got) {
+				t.Errorf("%s: without a width:\n%s", c.name, def)
+			}
+		}
 	}
 }

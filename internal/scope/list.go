@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/columns"
 	"github.com/tcpscope/tcpscope/internal/watch"
 )
 
@@ -129,8 +130,18 @@ func RenderPicker(p *Picker, width, height int) string {
 		if state == "established" {
 			state = "estab" // as ss writes it: the column is narrower
 		}
-		cells = append(cells, []string{mark, r.Local.String(), r.Remote.String(), state, r.Rate.String(), dir,
-			rttText(r.TCP.RTT), r.TCP.CwndBytes().Binary(), fmt.Sprint(r.Retrans), proc})
+		rate, retr := r.Rate.String(), fmt.Sprint(r.Retrans)
+		if r.New || !r.TCP.BytesAcked.OK && !r.TCP.BytesReceived.OK {
+			// Not measured yet (a first sample), or nothing to measure
+			// by: absent, not 0.
+			rate, dir, retr = "-", "", "-"
+		}
+		cwnd := "-" // no tcp_info (time-wait): last_data_sent is absent exactly then
+		if r.TCP.LastDataSent.OK {
+			cwnd = r.TCP.CwndBytes().Binary()
+		}
+		cells = append(cells, []string{mark, r.Local.String(), r.Remote.String(), state, rate, dir,
+			rttText(r.TCP.RTT), cwnd, retr, proc})
 	}
 	widths := make([]int, len(cells[0]))
 	for _, row := range cells {
@@ -142,22 +153,14 @@ func RenderPicker(p *Picker, width, height int) string {
 	// right-aligned.
 	left := []bool{true, true, true, true, false, true, false, false, false, true}
 	// On a narrow screen columns give way, the follow view's detail
-	// first (retr, cwnd, RTT, state), so that the process stays.
-	drop := make([]bool, len(widths))
-	total := -1
-	for _, w := range widths {
-		total += w + 1
-	}
-	for _, j := range []int{8, 7, 6, 3} {
-		if total <= width {
-			break
-		}
-		drop[j], total = true, total-widths[j]-1
-	}
+	// first (retr, cwnd, RTT, state), so that the process stays, as in
+	// the piped list (report.WatchList). Columns are a space apart: each
+	// takes its width and a space, the line one space less.
+	keep, _ := columns.Fit(widths, 1, width+1, []int{8, 7, 6, 3})
 	line := func(row []string) string {
 		var l strings.Builder
 		for j, c := range row {
-			if drop[j] {
+			if !keep[j] {
 				continue
 			}
 			if j > 0 {

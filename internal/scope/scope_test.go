@@ -82,7 +82,30 @@ func TestRenderNoteAndSwitch(t *testing.T) {
 func listRow(cookie uint64, port uint16, rate model.Bitrate) watch.ListRow {
 	return watch.ListRow{SocketBrief: model.SocketBrief{Cookie: cookie,
 		Local: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), Remote: netip.MustParseAddrPort("127.0.0.1:5201"),
-		TCP: model.SampleBrief{State: model.TCPEstablished, SndMSS: 1448, SndCwnd: 10}}, Rate: rate, Sending: true}
+		TCP: model.SampleBrief{State: model.TCPEstablished, SndMSS: 1448, SndCwnd: 10,
+			BytesAcked: model.Some[model.Bytes](1 << 20), BytesReceived: model.Some[model.Bytes](0)}}, Rate: rate, Sending: true}
+}
+
+// A rate measured as nothing is 0; one not measured yet, on a
+// connection's first sample, is absent, and so are its retransmissions.
+func TestPickerFirstSampleAbsent(t *testing.T) {
+	p := &Picker{All: true}
+	first := listRow(2, 40002, 0)
+	first.New = true
+	p.Set(watch.List{At: time.Second, Rows: []watch.ListRow{listRow(1, 40001, 0), first}})
+	out := RenderPicker(p, 120, 10)
+	var zero, absent string
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(l, ":40001"):
+			zero = l
+		case strings.Contains(l, ":40002"):
+			absent = l
+		}
+	}
+	if !strings.Contains(zero, " 0 bit/s →") || strings.Contains(absent, "bit/s") || !strings.Contains(absent, " - ") {
+		t.Errorf("measured zero %q, first sample %q", zero, absent)
+	}
 }
 
 // The choice stays with its connection while the list is re-sorted, and
