@@ -191,6 +191,11 @@ type Interval struct {
 	End     time.Duration    `json:"end_ns"`
 	Omitted bool             `json:"omitted,omitempty"`
 	Streams []StreamInterval `json:"streams"`
+	// CPU is the end's process CPU use over the interval (from one
+	// sample to the next, on the wall clock); nil when the end did not
+	// measure it: a tcpscope peer older than this field, a stock iperf3
+	// peer (which reports its CPU for the whole test only).
+	CPU *CPUUse `json:"cpu,omitempty"`
 }
 
 // StreamTotal is one end's account of one stream over the measured period
@@ -249,6 +254,14 @@ type EndReport struct {
 	// CPU is the end's process CPU use over its test; nil when the end
 	// did not report it (a tcpscope server older than this field).
 	CPU *CPUUse `json:"cpu,omitempty"`
+	// CPUs is how many CPUs the end's process may run on (its affinity
+	// mask, as runtime.NumCPU reads it); absent when the end did not say.
+	CPUs Opt[int] `json:"cpus,omitzero"`
+	// CPUQuota is the CPU time the end's cgroup allows it, in cores (a
+	// cgroup v2 cpu.max or v1 cpu.cfs_quota_us over its period, the
+	// tightest of its cgroup and their ancestors); absent when no quota
+	// holds it or the end did not say.
+	CPUQuota Opt[float64] `json:"cpu_quota_cores,omitzero"`
 	// RateCap is the rate a server end held the test to, all streams
 	// together, by its limits for the client's address; absent when it
 	// held it to none.

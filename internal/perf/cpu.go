@@ -1,6 +1,13 @@
 package perf
 
 import (
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,4 +40,132 @@ func cpuUse(a, b cpuClock) *model.CPUUse {
 	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(wall) }
 	u, s := b.user-a.user, b.system-a.system
 	return &model.CPUUse{Total: pct(u + s), User: pct(u), System: pct(s)}
+}
+
+// cpuQuota is the CPU time this process's cgroups allow it, in cores:
+// the tightest quota of its cgroup and their ancestors, in the cgroup v2
+// hierarchy (cpu.max) and the v1 cpu controller's (cpu.cfs_quota_us over
+// cpu.cfs_period_us), as the Go runtime reads them for GOMAXPROCS. ok is
+// false when no quota holds the process or the files cannot be read.
+// read is os.ReadFile, or a fixture's in tests.
+func cpuQuota(read func(string) ([]byte, error)) (cores float64, ok bool) {
+	cg, err := read("/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	mi, err := read("/proc/self/mountinfo")
+	if err != nil {
+		return 0, false
+	}
+	// /proc/self/cgroup: "hierarchy-ID:controllers:path", hierarchy 0
+	// with no controllers for v2.
+	var v2, v1 string
+	var have2, have1 bool
+	for line := range strings.Lines(string(cg)) {
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			v2, have2 = parts[2], true
+		case slices.Contains(strings.Split(parts[1], ","), "cpu"):
+			v1, have1 = parts[2], true
+		}
+	}
+	best := math.Inf(1)
+	for line := range strings.Lines(string(mi)) {
+		// mountinfo: ID parent major:minor root mountpoint options
+		// [optional...] - fstype source superoptions
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if sep < 5 || len(f) < sep+4 {
+			continue
+		}
+		root, mnt, fstype, super := f[3], f[4], f[sep+1], f[sep+3]
+		switch {
+		case fstype == "cgroup2" && have2:
+			for dir := range cgroupDirs(mnt, root, v2) {
+				if q, ok := parseCPUMax(read(filepath.Join(dir, "cpu.max"))); ok {
+					best = min(best, q)
+				}
+			}
+		case fstype == "cgroup" && have1 && slices.Contains(strings.Split(super, ","), "cpu"):
+			for dir := range cgroupDirs(mnt, root, v1) {
+				if q, ok := readCFSQuota(read, dir); ok {
+					best = min(best, q)
+				}
+			}
+		}
+	}
+	if math.IsInf(best, 1) {
+		return 0, false
+	}
+	return best, true
+}
+
+// cgroupDirs yields the directory of cgroup path under a hierarchy
+// mounted at mnt (whose root is root), then each ancestor up to mnt: a
+// parent's quota holds its children too.
+func cgroupDirs(mnt, root, path string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		rel, ok := strings.CutPrefix(path, root)
+		if !ok {
+			rel = "" // another cgroup namespace's view: only the mount's own
+		}
+		dir := filepath.Join(mnt, rel)
+		for {
+			if !yield(dir) || dir == mnt || !strings.HasPrefix(dir, mnt) {
+				return
+			}
+			dir = filepath.Dir(dir)
+		}
+	}
+}
+
+// parseCPUMax reads cgroup v2's cpu.max, "QUOTA PERIOD" in µs or "max
+// PERIOD" for none.
+func parseCPUMax(b []byte, err error) (float64, bool) {
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 || f[0] == "max" {
+		return 0, false
+	}
+	q, err1 := strconv.ParseFloat(f[0], 64)
+	p, err2 := strconv.ParseFloat(f[1], 64)
+	if err1 != nil || err2 != nil || q <= 0 || p <= 0 {
+		return 0, false
+	}
+	return q / p, true
+}
+
+// readCFSQuota reads cgroup v1's cpu.cfs_quota_us (-1 for none) over
+// cpu.cfs_period_us in dir.
+func readCFSQuota(read func(string) ([]byte, error), dir string) (float64, bool) {
+	qb, err := read(filepath.Join(dir, "cpu.cfs_quota_us"))
+	if err != nil {
+		return 0, false
+	}
+	pb, err := read(filepath.Join(dir, "cpu.cfs_period_us"))
+	if err != nil {
+		return 0, false
+	}
+	q, err1 := strconv.ParseFloat(strings.TrimSpace(string(qb)), 64)
+	p, err2 := strconv.ParseFloat(strings.TrimSpace(string(pb)), 64)
+	if err1 != nil || err2 != nil || q <= 0 || p <= 0 {
+		return 0, false
+	}
+	return q / p, true
+}
+
+// cpuHost is what the end's process may use of its machine's CPUs: how
+// many it may run on, and its cgroups' quota when one holds it.
+func cpuHost() (cpus model.Opt[int], quota model.Opt[float64]) {
+	cpus = model.Some(runtime.NumCPU())
+	if q, ok := cpuQuota(os.ReadFile); ok {
+		quota = model.Some(q)
+	}
+	return cpus, quota
 }

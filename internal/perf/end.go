@@ -90,6 +90,11 @@ type End struct {
 
 	t0  time.Time
 	cpu *model.CPUUse // the process's CPU use over run
+	// cpuMark is the process's CPU clock at the last interval's end (at
+	// run's start before the first), for each interval's CPU use; owned
+	// by the sampler. cpuMarkOK is false when the kernel refused it.
+	cpuMark   cpuClock
+	cpuMarkOK bool
 	// drainBy, once set, is when the receivers stop reading (Unix ns): a
 	// test ended on the control connection (iperf3's).
 	drainBy atomic.Int64
@@ -316,6 +321,7 @@ func (e *End) run(ctx context.Context) error {
 		e.t0 = time.Now() // unless the caller started the clock
 	}
 	cpu0, cpuOK := readCPUClock()
+	e.cpuMark, e.cpuMarkOK = cpu0, cpuOK
 	if cpuOK {
 		// The whole process's: a server running several tests at once
 		// counts them all, as one iperf3 process runs one.
@@ -786,6 +792,10 @@ func (e *End) sample() {
 			}
 		}
 		iv.End = end
+		if c, ok := readCPUClock(); ok && e.cpuMarkOK {
+			iv.CPU = cpuUse(e.cpuMark, c)
+			e.cpuMark = c
+		}
 		// An interval that began before the omit boundary is (at least
 		// partly) slow start: marked; the totals start at the omit mark itself.
 		iv.Omitted = start < e.cfg.Omit
@@ -909,6 +919,7 @@ func (e *End) totals() []model.StreamTotal {
 }
 
 func (e *End) report(version string) model.EndReport {
+	cpus, quota := cpuHost()
 	return model.EndReport{
 		Side:      e.side,
 		Version:   version,
@@ -916,6 +927,8 @@ func (e *End) report(version string) model.EndReport {
 		Intervals: e.intervals,
 		Totals:    e.totals(),
 		CPU:       e.cpu,
+		CPUs:      cpus,
+		CPUQuota:  quota,
 		RateCap:   e.rateCap,
 	}
 }
