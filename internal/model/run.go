@@ -275,6 +275,11 @@ type CPUUse struct {
 	Total  float64 `json:"total_percent"`
 	User   float64 `json:"user_percent"`
 	System float64 `json:"system_percent"`
+	// Throttled is the share of its cgroup's CPU-quota periods (those in
+	// which it had work) that ended with the end throttled: it wanted
+	// more CPU than its quota gave. Absent when no quota holds the end,
+	// or the end did not say.
+	Throttled Opt[float64] `json:"throttled_share,omitzero"`
 }
 
 // DirectionSummary is the headline of one direction: what the receiver

@@ -58,7 +58,7 @@ func TestCPUQuota(t *testing.T) {
 			}
 			return nil, fs.ErrNotExist
 		}
-		got, ok := cpuQuota(read)
+		got, _, ok := cpuQuota(read)
 		if ok != (c.want > 0) || math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("%s: quota %v, %v; want %v", c.name, got, ok, c.want)
 		}

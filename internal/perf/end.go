@@ -95,6 +95,11 @@ type End struct {
 	// by the sampler. cpuMarkOK is false when the kernel refused it.
 	cpuMark   cpuClock
 	cpuMarkOK bool
+	// cpus and cpuQuota are what the process may use, read as run
+	// starts; quotaDir is the cgroup whose quota it is.
+	cpus     model.Opt[int]
+	cpuQuota model.Opt[float64]
+	quotaDir string
 	// drainBy, once set, is when the receivers stop reading (Unix ns): a
 	// test ended on the control connection (iperf3's).
 	drainBy atomic.Int64
@@ -320,13 +325,14 @@ func (e *End) run(ctx context.Context) error {
 	if e.t0.IsZero() {
 		e.t0 = time.Now() // unless the caller started the clock
 	}
-	cpu0, cpuOK := readCPUClock()
+	e.cpus, e.cpuQuota, e.quotaDir = cpuHost()
+	cpu0, cpuOK := readCPUClock(e.quotaDir)
 	e.cpuMark, e.cpuMarkOK = cpu0, cpuOK
 	if cpuOK {
 		// The whole process's: a server running several tests at once
 		// counts them all, as one iperf3 process runs one.
 		defer func() {
-			if cpu1, ok := readCPUClock(); ok {
+			if cpu1, ok := readCPUClock(e.quotaDir); ok {
 				e.cpu = cpuUse(cpu0, cpu1)
 			}
 		}()
@@ -792,7 +798,7 @@ func (e *End) sample() {
 			}
 		}
 		iv.End = end
-		if c, ok := readCPUClock(); ok && e.cpuMarkOK {
+		if c, ok := readCPUClock(e.quotaDir); ok && e.cpuMarkOK {
 			iv.CPU = cpuUse(e.cpuMark, c)
 			e.cpuMark = c
 		}
@@ -919,7 +925,6 @@ func (e *End) totals() []model.StreamTotal {
 }
 
 func (e *End) report(version string) model.EndReport {
-	cpus, quota := cpuHost()
 	return model.EndReport{
 		Side:      e.side,
 		Version:   version,
@@ -927,8 +932,8 @@ func (e *End) report(version string) model.EndReport {
 		Intervals: e.intervals,
 		Totals:    e.totals(),
 		CPU:       e.cpu,
-		CPUs:      cpus,
-		CPUQuota:  quota,
+		CPUs:      e.cpus,
+		CPUQuota:  e.cpuQuota,
 		RateCap:   e.rateCap,
 	}
 }
