@@ -119,12 +119,12 @@ func cpuOf(run *model.Run, e *model.EndReport, role model.Role) (endCPU, bool) {
 // receiver's backlog is what the sender's congestion window holds: a
 // sender with CPU to spare that had data most of the time waited for the
 // receiver (no path lies between them to lose packets: what the backlog
-// drops is the receiver's doing). Never with a queue standing on the path (the network
-// was the limit), nor for a sender that reached the rate -b asked for.
+// drops is the receiver's doing). A sender held by its congestion
+// window (the network: cwnd-limited, with or without loss) is never
+// named, however busy, nor one that reached the rate -b asked for; a
+// receiver is named only when its unread data held the window, what the
+// slow-reader rule reads, queue on the path or not.
 func cpuBound(v *view, run *model.Run) (model.Finding, bool) {
-	if !v.local && pathFull(v) {
-		return model.Finding{}, false
-	}
 	snd, rcv := &run.Client, &run.Remote
 	if v.sender == model.ServerSide {
 		snd, rcv = rcv, snd
