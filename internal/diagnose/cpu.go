@@ -66,6 +66,16 @@ func (c *endCPU) saturated() bool {
 	return c.busy() >= cpuBusy || (c.throttledOK && c.throttled >= cpuThrottled)
 }
 
+// heldBelow: the end was held below a core per stream, by its quota or
+// its CPUs, or its quota throttled it. Over loopback an end at a core per
+// stream is every unpaced test (one stream's sender carried 40 Gbit/s at
+// 95% of a core, doing the receiver's kernel work too, beside a receiver
+// at 58%): that is the host's CPUs setting the rate, the local bottleneck,
+// not one end short of CPU.
+func (c *endCPU) heldBelow() bool {
+	return c.bound != boundStreams || (c.throttledOK && c.throttled >= cpuThrottled)
+}
+
 // spare: the end had CPU it did not use, and no quota held it back.
 func (c *endCPU) spare() bool {
 	return c.busy() < cpuSpare && (!c.throttledOK || c.throttled < cpuThrottled)
@@ -140,8 +150,9 @@ func cpuBound(v *view, run *model.Run) (model.Finding, bool) {
 		// receiver has not taken in: a busy sender whose receiver had
 		// CPU to spare and did not hold the window most of the time (the
 		// loopback reading of a window that binds, see rwndBinds) was
-		// the one working. A starved sender saw 10% window-limited time.
-		localSpare := v.local && rok && rc.spare() && v.limitedOK && v.limited.Rwnd < limitedShare && !slowReading(v)
+		// the one working, if something held it below a core per stream
+		// (heldBelow). A starved sender saw 10% window-limited time.
+		localSpare := v.local && sc.heldBelow() && rok && rc.spare() && v.limitedOK && v.limited.Rwnd < limitedShare && !slowReading(v)
 		if appTime || appSamples || localSpare {
 			return cpuFinding(v, run, sc, rc, rok, senderAgrees(v)), true
 		}
@@ -156,7 +167,7 @@ func cpuBound(v *view, run *model.Run) (model.Finding, bool) {
 		why = slowReaderAgrees(v)
 	case v.sndKernel && rwndBinds(v) && unread:
 		why = slowReaderAgrees(v)
-	case v.local && v.sndKernel && sok && sc.spare() && v.limitedOK && v.limited.App < appShare:
+	case v.local && rc.heldBelow() && v.sndKernel && sok && sc.spare() && v.limitedOK && v.limited.App < appShare:
 		// Over loopback no path lies between the ends: a sender with
 		// CPU to spare that had data most of the time (held by its
 		// congestion window, the receiver's window or its buffer: 50%,

@@ -107,6 +107,21 @@ func TestCPUBound(t *testing.T) {
 			withCPU(&r.Client, 95, 2)
 			withCPU(&r.Remote, 90, 2)
 		}},
+		{name: "loopback: a sender at a core beside a receiver with CPU to spare", base: "bottleneck.loopback", setup: func(r *model.Run) {
+			// An unpaced loopback stream on an idle host: its sender does
+			// the receiver's kernel work too (95% and 58% of a core, 40
+			// Gbit/s): the host's CPUs set the rate, no end is short.
+			withCPU(&r.Client, 95, 2)
+			withCPU(&r.Remote, 58, 2)
+		}},
+		{name: "loopback: a sender its quota throttled, beside a receiver with CPU to spare", base: "bottleneck.loopback", setup: func(r *model.Run) {
+			withCPU(&r.Client, 10, 2)
+			r.Client.CPUQuota = model.Some(0.1)
+			for i := range r.Client.Intervals {
+				r.Client.Intervals[i].CPU.Throttled = model.Some(1.0)
+			}
+			withCPU(&r.Remote, 8, 2)
+		}, want: model.Sender, side: model.ClientSide},
 		{name: "a sender busy on all its cores, held by its congestion window", base: "bottleneck", setup: func(r *model.Run) {
 			withCPU(&r.Client, 99, 1)
 			withCPU(&r.Remote, 5, 1)
