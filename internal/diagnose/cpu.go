@@ -122,8 +122,9 @@ func cpuOf(run *model.Run, e *model.EndReport, role model.Role) (endCPU, bool) {
 
 // cpuBound: one end's CPU is the bottleneck. It used (nearly) all the
 // CPU it may use, and its kernel agrees that it could not keep up: a
-// sender with nothing queued most of the time (application-limited; over
-// loopback, or one whose receiver had CPU to spare and never held it), or
+// sender with nothing queued most of the time (application-limited), or
+// over loopback one held below a core per stream whose receiver had CPU
+// to spare and did not hold the window most of the time; or
 // a receiver whose unread data held the window (slow-reading, or the
 // window held by a full receive queue or closing). Over loopback a
 // receiver's backlog is what the sender's congestion window holds: a
@@ -145,7 +146,9 @@ func cpuBound(v *view, run *model.Run) (model.Finding, bool) {
 	paced := asked > 0 && v.receivedOK && float64(v.goodput) >= appRateShare*asked
 	if sok && sc.saturated() && !paced && v.sndKernel {
 		appTime := v.limitedOK && v.limited.App >= appShare
-		appSamples := !v.limitedOK && v.idleShare >= appShare && !v.sendQPlateau
+		// Without the chrono counters: idle samples, mostly with an
+		// empty socket (a full buffer is idle too, and not the CPU).
+		appSamples := !v.limitedOK && v.idleShare >= appShare && v.fullShare < appShare && !v.sendQPlateau
 		// Over loopback the sender's congestion window holds what the
 		// receiver has not taken in: a busy sender whose receiver had
 		// CPU to spare and did not hold the window most of the time (the
