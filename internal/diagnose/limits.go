@@ -9,15 +9,19 @@ import (
 	"github.com/tcpscope/tcpscope/internal/tcpmath"
 )
 
-// limit decides what held the sender back, in this order: the receiving
-// application, the receiver's window, the send buffer, the sending
-// application, its pacing cap, a policer, loss, or the path itself. The
+// limit decides what held the sender back, in this order: the server's
+// rate cap, an end's CPU (cpu.go), the receiving application, the
+// receiver's window, the send buffer, the sending application, its
+// pacing cap, a policer, loss, or the path itself. The
 // first that applies leads; when the window or the send buffer binds and
 // loss binds as well, both are returned, in that fixed order, so the
 // verdict names the same pair whichever happened to show more in one
 // short run.
 func limit(v *view, run *model.Run, o Options) []model.Finding {
 	if f, ok := serverCapped(v, run); ok {
+		return []model.Finding{f}
+	}
+	if f, ok := cpuBound(v, run); ok {
 		return []model.Finding{f}
 	}
 	if !v.sndKernel {

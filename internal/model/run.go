@@ -219,6 +219,11 @@ type Interval struct {
 	End     time.Duration    `json:"end_ns"`
 	Omitted bool             `json:"omitted,omitempty"`
 	Streams []StreamInterval `json:"streams"`
+	// CPU is the end's process CPU use over the interval (from one
+	// sample to the next, on the wall clock); nil when the end did not
+	// measure it: a tcpscope peer older than this field, a stock iperf3
+	// peer (which reports its CPU for the whole test only).
+	CPU *CPUUse `json:"cpu,omitempty"`
 }
 
 // StreamTotal is one end's account of one stream over the measured period
@@ -312,6 +317,14 @@ type EndReport struct {
 	// CPU is the end's process CPU use over its test; nil when the end
 	// did not report it (a tcpscope server older than this field).
 	CPU *CPUUse `json:"cpu,omitempty"`
+	// CPUs is how many CPUs the end's process may run on (its affinity
+	// mask, as runtime.NumCPU reads it); absent when the end did not say.
+	CPUs Opt[int] `json:"cpus,omitzero"`
+	// CPUQuota is the CPU time the end's cgroup allows it, in cores (a
+	// cgroup v2 cpu.max or v1 cpu.cfs_quota_us over its period, the
+	// tightest of its cgroup and their ancestors); absent when no quota
+	// holds it or the end did not say.
+	CPUQuota Opt[float64] `json:"cpu_quota_cores,omitzero"`
 	// RateCap is the rate a server end held the test to, all streams
 	// together, by its limits for the client's address; absent when it
 	// held it to none.
@@ -325,6 +338,11 @@ type CPUUse struct {
 	Total  float64 `json:"total_percent"`
 	User   float64 `json:"user_percent"`
 	System float64 `json:"system_percent"`
+	// Throttled is the share of its cgroup's CPU-quota periods (those in
+	// which it had work) that ended with the end throttled: it wanted
+	// more CPU than its quota gave. Absent when no quota holds the end,
+	// or the end did not say.
+	Throttled Opt[float64] `json:"throttled_share,omitzero"`
 }
 
 // DirectionSummary is the headline of one direction: what the receiver

@@ -355,6 +355,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 		run.Remote.Totals = done.Totals
 		run.Remote.Version, run.Remote.Kernel = done.Version, done.Kernel
 		run.Remote.CPU = done.CPU // nil from a server before it reported CPU use
+		run.Remote.CPUs, run.Remote.CPUQuota = done.CPUs, done.CPUQuota
 		_ = ctl.send(&message{Type: msgBye})
 	} else {
 		run.Warnings = append(run.Warnings, "the server's report is missing: its totals are absent and the summary shows the client's view only")

@@ -94,6 +94,16 @@ type End struct {
 
 	t0  time.Time
 	cpu *model.CPUUse // the process's CPU use over run
+	// cpuMark is the process's CPU clock at the last interval's end (at
+	// run's start before the first), for each interval's CPU use; owned
+	// by the sampler. cpuMarkOK is false when the kernel refused it.
+	cpuMark   cpuClock
+	cpuMarkOK bool
+	// cpus and cpuQuota are what the process may use, read as run
+	// starts; quotaDir is the cgroup whose quota it is.
+	cpus     model.Opt[int]
+	cpuQuota model.Opt[float64]
+	quotaDir string
 	// drainBy, once set, is when the receivers stop reading (Unix ns): a
 	// test ended on the control connection (iperf3's).
 	drainBy atomic.Int64
@@ -322,12 +332,14 @@ func (e *End) run(ctx context.Context) error {
 	if e.t0.IsZero() {
 		e.t0 = time.Now() // unless the caller started the clock
 	}
-	cpu0, cpuOK := readCPUClock()
+	e.cpus, e.cpuQuota, e.quotaDir = cpuHost()
+	cpu0, cpuOK := readCPUClock(e.quotaDir)
+	e.cpuMark, e.cpuMarkOK = cpu0, cpuOK
 	if cpuOK {
 		// The whole process's: a server running several tests at once
 		// counts them all, as one iperf3 process runs one.
 		defer func() {
-			if cpu1, ok := readCPUClock(); ok {
+			if cpu1, ok := readCPUClock(e.quotaDir); ok {
 				e.cpu = cpuUse(cpu0, cpu1)
 			}
 		}()
@@ -945,6 +957,10 @@ func (e *End) sample() {
 			}
 		}
 		iv.End = end
+		if c, ok := readCPUClock(e.quotaDir); ok && e.cpuMarkOK {
+			iv.CPU = cpuUse(e.cpuMark, c)
+			e.cpuMark = c
+		}
 		// An interval that began before the omit boundary is (at least
 		// partly) slow start: marked; the totals start at the omit mark itself.
 		iv.Omitted = start < e.cfg.Omit
@@ -1139,6 +1155,8 @@ func (e *End) report(version string) model.EndReport {
 		Intervals: e.intervals,
 		Totals:    e.totals(),
 		CPU:       e.cpu,
+		CPUs:      e.cpus,
+		CPUQuota:  e.cpuQuota,
 		RateCap:   e.rateCap,
 	}
 }

@@ -218,6 +218,16 @@ func checkRun(t *testing.T, run *model.Run) {
 		if u := e.CPU; u == nil || u.User < 0 || u.System < 0 || math.Abs(u.Total-u.User-u.System) > 1e-9 {
 			t.Fatalf("%s CPU use %+v", e.Side, e.CPU)
 		}
+		// And per interval, the server's carried in its interval
+		// messages, with the CPUs it may use to judge them by.
+		for i, iv := range e.Intervals {
+			if u := iv.CPU; u == nil || u.User < 0 || u.System < 0 || math.Abs(u.Total-u.User-u.System) > 1e-9 {
+				t.Fatalf("%s interval %d CPU use %+v", e.Side, i, iv.CPU)
+			}
+		}
+		if n, ok := e.CPUs.Get(); !ok || n < 1 {
+			t.Fatalf("%s CPUs %v", e.Side, e.CPUs)
+		}
 	}
 	if len(run.Cookie) != 2*cookieLen {
 		t.Fatalf("cookie %q", run.Cookie)
