@@ -20,14 +20,15 @@ CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 export PATH=$PWD/bin:$PATH
 
 out=$(printf '%s\nexit\n' "
-ip netns exec \$NS_B iperf3 -s -D -B \$B -p 5202 >/dev/null 2>&1; sleep 0.5
+pf=\$(mktemp); ip netns exec \$NS_B iperf3 -s -D -B \$B -p 5202 -I \$pf >/dev/null 2>&1
+for t in \$(seq 100); do ip netns exec \$NS_B ss -Hltn 'sport = :5202' | grep -q . && break; sleep 0.05; done
 for i in \$(seq $runs); do
   s=\$EPOCHREALTIME; tcpscope diagnose \$B >/dev/null; e=\$EPOCHREALTIME
   echo RESULT diagnose \$s \$e
   s=\$EPOCHREALTIME; iperf3 -c \$B -p 5202 -t 5 >/dev/null; iperf3 -c \$B -p 5202 -t 5 -R >/dev/null; e=\$EPOCHREALTIME
   echo RESULT iperf3 \$s \$e
 done
-pkill -f 'iperf3 -s -D -B '\$B" | SHELL=/bin/bash tcpscope lab shell "$path" 2>/dev/null | grep '^RESULT' || true)
+kill \$(cat \$pf); rm -f \$pf" | SHELL=/bin/bash tcpscope lab shell "$path" 2>/dev/null | grep '^RESULT' || true)
 
 printf '%s\n' "$out" | python3 -c '
 import sys, statistics, collections

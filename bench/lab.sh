@@ -35,12 +35,13 @@ goodput='python3 -c "import json,sys; print(sum(d[\"goodput\"] for d in json.loa
 iperfput='python3 -c "import json,sys; print(json.load(sys.stdin)[\"end\"][\"sum_received\"][\"bits_per_second\"])"'
 
 unimpaired=$(inlab unimpaired stock "
-ip netns exec \$NS_B iperf3 -s -D -B \$B -p 5202 >/dev/null 2>&1; sleep 0.5
+pf=\$(mktemp); ip netns exec \$NS_B iperf3 -s -D -B \$B -p 5202 -I \$pf >/dev/null 2>&1
+for t in \$(seq 100); do ip netns exec \$NS_B ss -Hltn 'sport = :5202' | grep -q . && break; sleep 0.05; done
 for i in \$(seq $runs); do
   echo RESULT tcpscope \$(tcpscope test \$B -t $secs --json | $goodput)
   echo RESULT iperf3 \$(iperf3 -c \$B -p 5202 -t $secs -J | $iperfput)
 done
-pkill -f 'iperf3 -s -D -B '\$B")
+kill \$(cat \$pf); rm -f \$pf")
 gigasunet=$(inlab gigasunet-21ms tuned "
 for i in \$(seq $runs); do
   echo RESULT cubic \$(tcpscope test \$B -t $((secs * 2)) -O 3 -C cubic --json | $goodput)
