@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
@@ -15,6 +14,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/pace"
+	"github.com/tcpscope/tcpscope/internal/report"
 	"github.com/tcpscope/tcpscope/internal/sockdiag"
 	"github.com/tcpscope/tcpscope/internal/watch"
 )
@@ -130,7 +130,8 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 	} else {
 		// The terminal view says it in the view instead: a line on its
 		// terminal would tear the picture.
-		cfg.Notify = func(s string) { fmt.Fprintln(stderr, "tcpscope watch: "+s) }
+		width := terminalWidth(stderr)
+		cfg.Notify = func(s string) { _ = report.WatchNote(stderr, width, s) }
 		err = watch.NewSession(src, cfg).Run(ctx, f.show(cfg, stdout))
 	}
 	if nm := (*watch.NoMatchError)(nil); errors.As(err, &nm) {
