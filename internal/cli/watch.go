@@ -67,9 +67,12 @@ it prints the list as text every --refresh, as wide as the terminal
 give way in that order, then long IPv6 addresses and process names are
 cut. A goodput not measured yet (a connection's first sample) is "-".
 
---conn FILTER follows one connection: every sample's goodput, cwnd
-against the peer's window, RTT, what limited the sender, and the running
-diagnosis by the same rules as 'tcpscope test'. When the filter matches
+--conn FILTER follows one connection: a row a sample with its goodput,
+cwnd against the peer's window, RTT, retransmissions, data unread and
+what limited the sender, and the running diagnosis by the same rules as
+'tcpscope test', as wide as the terminal ($COLUMNS, else 80 columns; a
+wider one adds minRTT, unacked, ssthresh, the limited shares, notsent,
+delivery and pacing rates; --json-stream has every variable). When the filter matches
 several (iperf3's control and data connections), a quarter-second look
 picks the busiest, by goodput, and a line on stderr names the others. When
 the followed connection closes, another match moving at least a tenth of
