@@ -156,6 +156,12 @@ func TestWatchFollowsTheBusiestMatch(t *testing.T) {
 			t.Fatalf("frame %d follows %v, not the data connection %s", i, f.Rows, data.Local)
 		}
 	}
+	// The second sample is a tick after the first, whose look took a
+	// quarter second; it used to come at once, its rate over a
+	// millisecond or so and often 0.
+	if d := fs[1].At - fs[0].At; d < 100*time.Millisecond {
+		t.Errorf("the second sample came %v after the first, under the 100ms interval", d)
+	}
 	for _, want := range []string{
 		fmt.Sprintf("2 connections match %q; following the busiest, %s → %s", filter, data.Local, data.Remote),
 		fmt.Sprintf("also %s → %s (idle)", control.Local, control.Remote),
