@@ -193,7 +193,7 @@ func followColumns() []followColumn {
 			}
 			return dash
 		}},
-		{head: "retr", width: 4, cell: func(_ time.Duration, r *watch.Row) string {
+		{head: "retr", width: 5, cell: func(_ time.Duration, r *watch.Row) string {
 			if !counted(r) {
 				return dash
 			}
