@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
@@ -15,6 +14,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/pace"
+	"github.com/tcpscope/tcpscope/internal/report"
 	"github.com/tcpscope/tcpscope/internal/sockdiag"
 	"github.com/tcpscope/tcpscope/internal/watch"
 )
@@ -67,9 +67,12 @@ it prints the list as text every --refresh, as wide as the terminal
 give way in that order, then long IPv6 addresses and process names are
 cut. A goodput not measured yet (a connection's first sample) is "-".
 
---conn FILTER follows one connection: every sample's goodput, cwnd
-against the peer's window, RTT, what limited the sender, and the running
-diagnosis by the same rules as 'tcpscope test'. When the filter matches
+--conn FILTER follows one connection: a row a sample with its goodput,
+cwnd against the peer's window, RTT, retransmissions, data unread and
+what limited the sender, and the running diagnosis by the same rules as
+'tcpscope test', as wide as the terminal ($COLUMNS, else 80 columns; a
+wider one adds minRTT, unacked, ssthresh, the limited shares, notsent,
+delivery and pacing rates; --json-stream has every variable). When the filter matches
 several (iperf3's control and data connections), a quarter-second look
 picks the busiest, by goodput, and a line on stderr names the others. When
 the followed connection closes, another match moving at least a tenth of
@@ -130,7 +133,8 @@ func runWatch(ctx context.Context, f *watchFlags, filter string, stdout, stderr 
 	} else {
 		// The terminal view says it in the view instead: a line on its
 		// terminal would tear the picture.
-		cfg.Notify = func(s string) { fmt.Fprintln(stderr, "tcpscope watch: "+s) }
+		width := terminalWidth(stderr)
+		cfg.Notify = func(s string) { _ = report.WatchNote(stderr, width, s) }
 		err = watch.NewSession(src, cfg).Run(ctx, f.show(cfg, stdout))
 	}
 	if nm := (*watch.NoMatchError)(nil); errors.As(err, &nm) {

@@ -146,6 +146,7 @@ func TestWatchFollowsTheBusiestMatch(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("watch --conn %q: exit %d: %s", filter, code, errOut)
 	}
+	errOut = unwrapNotes(errOut)
 	fs := frames(t, out)
 	if len(fs) != 10 {
 		t.Fatalf("%d frames, want 10", len(fs))
@@ -154,6 +155,12 @@ func TestWatchFollowsTheBusiestMatch(t *testing.T) {
 		if len(f.Rows) != 1 || f.Rows[0].Cookie != data.Cookie {
 			t.Fatalf("frame %d follows %v, not the data connection %s", i, f.Rows, data.Local)
 		}
+	}
+	// The second sample is a tick after the first, whose look took a
+	// quarter second; it used to come at once, its rate over a
+	// millisecond or so and often 0.
+	if d := fs[1].At - fs[0].At; d < 100*time.Millisecond {
+		t.Errorf("the second sample came %v after the first, under the 100ms interval", d)
 	}
 	for _, want := range []string{
 		fmt.Sprintf("2 connections match %q; following the busiest, %s → %s", filter, data.Local, data.Remote),
@@ -211,6 +218,7 @@ func TestWatchFollowsTheBusiestOfThree(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("watch --conn %q: exit %d: %s", filter, code, errOut)
 	}
+	errOut = unwrapNotes(errOut)
 	fast, mid, slow := ends[2].String(), ends[1].String(), ends[0].String()
 	for i, f := range frames(t, out) {
 		if len(f.Rows) != 1 || f.Rows[0].Local.String() != fast {
@@ -274,6 +282,10 @@ func TestWatchEndsWithTheTransfer(t *testing.T) {
 		t.Errorf("last frame %+v, want the data connection closed", last)
 	}
 }
+
+// unwrapNotes joins the lines of each of watch's notes on stderr, which
+// are wrapped to the width: a note's lines after its first are indented.
+func unwrapNotes(s string) string { return strings.ReplaceAll(s, "\n  ", " ") }
 
 // pacedSender writes to c, 64 KiB every 2 ms, until stop or an error.
 func pacedSender(c net.Conn, stop <-chan struct{}) { pacedWriter(c, stop, 64<<10) }
@@ -391,7 +403,7 @@ func TestWatchGoesOnWithAnotherBusyMatch(t *testing.T) {
 	if code := finish(); code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(unwrapNotes(errOut.String())), "\n")
 	want := fmt.Sprintf("%s → %s closed; following %s → %s, the busiest other connection %q matches", first.Local, first.Remote, other.Local, other.Remote, filter)
 	if len(lines) != 2 || !strings.Contains(lines[0], "2 connections match") || !strings.Contains(lines[1], want) {
 		t.Errorf("stderr:\n%s\nwant the pick, then %q", errOut.String(), want)
@@ -472,5 +484,63 @@ func TestWatchListWidth(t *testing.T) {
 	// One sample: no rate yet.
 	if row := rowOf(list("200", "-c", "1"), data); strings.Contains(row, "bit/s") || !strings.Contains(row, "estab") {
 		t.Errorf("a first sample's row %q", row)
+	}
+}
+
+// watch --conn on a real transfer, with COLUMNS=80: every line it writes,
+// the followed rows, the diagnosis and the note on stderr naming the
+// other match, fits 80 columns (in runes), and so does replay's of a
+// recording of it. At 200 columns the rows are wider, with more columns.
+func TestWatchFollowWidth(t *testing.T) {
+	port, data, control := iperf3Loopback(t, 30)
+	filter := fmt.Sprintf("dport %d", port)
+	rec := t.TempDir() + "/rec.jsonl"
+	check := func(what string, width int, text string) []string {
+		t.Helper()
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		for i, l := range lines {
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("%s: line %d is %d runes wide, over %d: %q", what, i+1, n, width, l)
+			}
+		}
+		return lines
+	}
+	t.Setenv("COLUMNS", "80")
+	code, out, errOut := run("watch", "--conn", filter, "-i", "100ms", "-c", "12", "--record", rec)
+	if code != 0 {
+		t.Fatalf("watch --conn %q: exit %d: %s", filter, code, errOut)
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, errOut)
+	lines := check("stdout", 80, out)
+	check("stderr", 80, errOut)
+	if len(lines) < 12 || !strings.HasPrefix(lines[0], fmt.Sprintf("following %s → %s", data.Local, data.Remote)) {
+		t.Errorf("stdout does not follow the data connection %s:\n%s", data.Local, out)
+	}
+	if !strings.Contains(out, "  diagnosis: ") || !strings.Contains(out, "Mbit/s →") {
+		t.Errorf("no diagnosis, or no rate sent:\n%s", out)
+	}
+	if note := unwrapNotes(errOut); !strings.Contains(note, fmt.Sprintf("also %s → %s (idle)", control.Local, control.Remote)) ||
+		!strings.Contains(errOut, fmt.Sprintf(`--conn "sport %d dport %d"`, control.Local.Port(), port)) {
+		t.Errorf("stderr does not name the control connection, with a filter for it whole:\n%s", errOut)
+	}
+	code, replayed, errOut := run("replay", rec)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, errOut)
+	}
+	check("replay", 80, replayed)
+	if !strings.Contains(replayed, "  diagnosis: ") {
+		t.Errorf("replay lost the diagnosis:\n%s", replayed)
+	}
+	t.Setenv("COLUMNS", "200")
+	code, wide, errOut := run("replay", rec)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, errOut)
+	}
+	long := 0
+	for _, l := range check("replay at 200", 200, wide) {
+		long = max(long, utf8.RuneCountInString(l))
+	}
+	if long <= 80 || !strings.Contains(wide, "minRTT") {
+		t.Errorf("at 200 columns no wider rows (widest %d):\n%s", long, wide)
 	}
 }

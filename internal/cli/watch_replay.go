@@ -31,7 +31,7 @@ func newReplayCmd(stdout io.Writer) *cobra.Command {
 				return usagef("give the file 'tcpscope watch --record' wrote", "%v", err)
 			}
 			defer in.Close()
-			show := frameView(stdout, asJSON)
+			show := frameView(stdout, asJSON, terminalWidth(stdout))
 			t := &watch.Tracker{Window: watch.DiagWindow}
 			// The diagnosis is made again, as it was live: the same
 			// window, recomputed as often, on the recorded clock.

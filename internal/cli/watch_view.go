@@ -16,7 +16,7 @@ import (
 func (f *watchFlags) show(cfg watch.Config, stdout io.Writer) watch.Show {
 	out := pace.Output(stdout)
 	if f.jsonStream || cfg.Follow {
-		return watch.Show{Frame: frameView(out, f.jsonStream)}
+		return watch.Show{Frame: frameView(out, f.jsonStream, terminalWidth(stdout))}
 	}
 	l := &report.WatchList{Out: out, TTY: isTerminal(stdout), Refresh: f.refresh, Interval: f.interval, Filter: cfg.Filter, Prime: f.count != 1,
 		All: f.all, Width: terminalWidth(stdout)}
@@ -24,12 +24,13 @@ func (f *watchFlags) show(cfg watch.Config, stdout io.Writer) watch.Show {
 }
 
 // frameView writes frames as JSON lines, or as a followed connection's
-// lines (not JSON: only a followed connection's frames come here).
-func frameView(out io.Writer, asJSON bool) func(watch.Frame) error {
+// lines within width (not JSON: only a followed connection's frames come
+// here).
+func frameView(out io.Writer, asJSON bool, width int) func(watch.Frame) error {
 	if asJSON {
 		return watch.NewRecorder(out).Write
 	}
-	return (&report.WatchFollow{Out: out}).Write
+	return (&report.WatchFollow{Out: out, Width: width}).Write
 }
 
 // runScope runs the terminal view: the picker over the filter's

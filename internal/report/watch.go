@@ -317,65 +317,6 @@ func appendAddrPort(b []byte, a netip.AddrPort) []byte {
 	return a.AppendTo(b)
 }
 
-// WatchFollow writes a followed connection's frames as lines: what it
-// is, a line a sample, the running diagnosis whenever its primary finding
-// changes, and the last numbers of a connection that closed.
-type WatchFollow struct {
-	Out io.Writer
-
-	last    *watch.Row
-	primary string
-}
-
-// Write writes one frame.
-func (v *WatchFollow) Write(fr watch.Frame) error {
-	if len(fr.Rows) == 0 {
-		if v.last != nil {
-			fmt.Fprintf(v.Out, "connection closed; last sample: %s\n", followLine(v.last))
-		}
-		return nil
-	}
-	r := fr.Rows[0]
-	if len(fr.Closed) > 0 && v.last != nil {
-		// The followed connection closed and another match took its
-		// place.
-		fmt.Fprintf(v.Out, "%s → %s closed; last sample: %s\n", v.last.Local, v.last.Remote, followLine(v.last))
-		v.primary = ""
-	}
-	v.last = &r
-	if r.New {
-		proc := ""
-		if r.PID != 0 {
-			proc = fmt.Sprintf(", process %s/%d", r.Process, r.PID)
-		}
-		fmt.Fprintf(v.Out, "following %s → %s (%s%s), options %s, mss %d B\n", r.Local, r.Remote, r.TCP.Congestion, proc, r.TCP.Options, r.TCP.SndMSS)
-		return nil
-	}
-	fmt.Fprintf(v.Out, "%7.2fs %s\n", fr.At.Seconds(), followLine(&r))
-	if len(fr.Diagnosis) > 0 && fr.Diagnosis[0].ID != v.primary {
-		v.primary = fr.Diagnosis[0].ID
-		fmt.Fprintf(v.Out, "         diagnosis: %s: %s\n", fr.Diagnosis[0].ID, fr.Diagnosis[0].Summary)
-	}
-	return nil
-}
-
-// followLine is one sample of a followed connection.
-func followLine(r *watch.Row) string {
-	dir := "received"
-	if r.Sending {
-		dir = "sent"
-	}
-	s := fmt.Sprintf("%s %s, cwnd %s, peer window %s, RTT %s (min %s), retr %d", r.Rate, dir,
-		r.TCP.CwndBytes().Binary(), r.TCP.SndWnd.V.Binary(), watchRTT(r.TCP.RTT), watchRTT(r.TCP.MinRTT.V), r.Retrans)
-	if l, ok := r.Limited.Get(); ok && r.Sending {
-		s += fmt.Sprintf(", limited rwnd %.0f%% sndbuf %.0f%% cwnd %.0f%% app %.0f%%", 100*l.Rwnd, 100*l.Sndbuf, 100*l.Cwnd, 100*l.App)
-	}
-	if q, ok := r.TCP.RecvQ.Get(); ok && !r.Sending {
-		s += ", unread " + q.Binary()
-	}
-	return s
-}
-
 // watchRTT is an RTT as the list and the lines show it: "-" when the
 // kernel has none.
 func watchRTT(d time.Duration) string {

@@ -144,10 +144,15 @@ func BenchmarkWatchList(b *testing.B) {
 func followFrames() []watch.Frame {
 	a := watch.Row{Socket: model.Socket{Cookie: 1, Local: netip.MustParseAddrPort("127.0.0.1:40002"),
 		Remote: netip.MustParseAddrPort("127.0.0.1:5201"), PID: 4711, Process: "iperf3",
-		TCP: model.Sample{Congestion: "cubic", Options: model.Options{SACK: true, Timestamps: true}, SndMSS: 32741, SndCwnd: 10,
-			RTT: 57 * time.Microsecond, MinRTT: model.Some(20 * time.Microsecond), SndWnd: model.Some(model.Bytes(3 << 20))}}}
+		TCP: model.Sample{KernelLen: 248, Congestion: "cubic", Options: model.Options{SACK: true, Timestamps: true}, SndMSS: 32741, SndCwnd: 10,
+			RTT: 57 * time.Microsecond, MinRTT: model.Some(20 * time.Microsecond), SndWnd: model.Some(model.Bytes(3 << 20)),
+			BytesAcked: model.Some[model.Bytes](1 << 20), BytesReceived: model.Some[model.Bytes](4096), Unacked: 8, SndSsthresh: 7,
+			DeliveryRate: model.Some[model.Bitrate](81e6), NotsentBytes: model.Some[model.Bytes](0), RecvQ: model.Some[model.Bytes](0)}}}
 	b := a
 	b.Cookie, b.Local, b.PID, b.Process = 2, netip.MustParseAddrPort("127.0.0.1:40004"), 0, ""
+	// Absent, not zero: a window the kernel did not give, a slow start
+	// not over (ssthresh infinite).
+	b.TCP.SndWnd, b.TCP.SsthreshInfinite, b.TCP.DeliveryRate = model.Opt[model.Bytes]{}, true, model.Opt[model.Bitrate]{}
 	sent := func(r watch.Row, rate model.Bitrate) watch.Row {
 		r.Sending, r.Rate, r.Retrans = true, rate, 3
 		r.Limited = model.Some(model.Limited{Rwnd: 0.5, Cwnd: 0.25, App: 0.25})
@@ -157,7 +162,8 @@ func followFrames() []watch.Frame {
 		r.Rate, r.TCP.RecvQ = rate, model.Some(model.Bytes(1500))
 		return r
 	}
-	rwnd := []model.Finding{{ID: "rwnd-limited", Summary: "the receiver's window holds the rate"}}
+	rwnd := []model.Finding{{ID: "rwnd-limited", Summary: "The receiver's window holds the rate: it offers at most 3.00 MiB, " +
+		"441 Mbit/s at this RTT, and the transfer got 80.0 Mbit/s; raising the receiver's buffer (tcp_rmem) lets it grow"}}
 	app := []model.Finding{{ID: "app-limited", Summary: "the sender had nothing to send"}}
 	newA, newB := a, b
 	newA.New, newB.New = true, true
@@ -174,30 +180,100 @@ func followFrames() []watch.Frame {
 }
 
 // The followed connection's lines, as tcpscope watch --conn prints them
-// (and tcpscope replay reprints them).
+// (and tcpscope replay reprints them): at 80 columns (also without a
+// width) every line fits, in runes, with the essential columns; at 200
+// every column; the diagnosis wrapped; what was not measured "-".
 func TestWatchFollowText(t *testing.T) {
-	var out bytes.Buffer
-	v := &WatchFollow{Out: &out}
-	for _, f := range followFrames() {
-		if err := v.Write(f); err != nil {
+	follow := func(width int) string {
+		var out bytes.Buffer
+		v := &WatchFollow{Out: &out, Width: width}
+		for _, f := range followFrames() {
+			if err := v.Write(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out.String()
+	}
+	for _, c := range []struct {
+		name  string
+		width int
+		heads []string
+	}{
+		{"watch-follow-80.txt", 80, []string{"time", "goodput", "cwnd", "peer wnd", "RTT", "retr", "unread", "limited"}},
+		{"watch-follow-200.txt", 200, []string{"minRTT", "unacked", "ssthresh", "notsent", "delivery", "pacing", "rwnd%", "sndbuf%", "cwnd%", "app%"}},
+	} {
+		got := follow(c.width)
+		lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+		long := 0
+		for i, l := range lines {
+			n := utf8.RuneCountInString(l)
+			if n > c.width {
+				t.Errorf("%s: line %d is %d runes wide, over %d: %q", c.name, i+1, n, c.width, l)
+			}
+			long = max(long, n)
+		}
+		if c.width == 200 && long <= 80 {
+			t.Errorf("%s: no line wider than 80 at 200 columns", c.name)
+		}
+		header := ""
+		for _, l := range lines {
+			if strings.Contains(l, "goodput") {
+				header = l
+				break
+			}
+		}
+		for _, h := range c.heads {
+			if !strings.Contains(header, h) {
+				t.Errorf("%s: no %s column: %q", c.name, h, header)
+			}
+		}
+		for _, want := range []string{
+			"  diagnosis: rwnd-limited: The receiver's window holds the rate",
+			"80.0 Mbit/s →", "12.5 Mbit/s ←", "127.0.0.1:40002 → 127.0.0.1:5201 closed; its last sample:",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s lacks %q:\n%s", c.name, want, got)
+			}
+		}
+		if strings.Contains(got, "0 bit/s") {
+			t.Errorf("%s: a rate of 0 where none was measured:\n%s", c.name, got)
+		}
+		golden(t, c.name, []byte(got))
+	}
+	if got, want := follow(0), follow(80); got != want {
+		t.Errorf("without a width:\n%s\nwant 80 columns:\n%s", got, want)
+	}
+}
+
+// A note of watch's fits the width, a quoted filter and the option
+// before it whole.
+func TestWatchNote(t *testing.T) {
+	note := `2 connections match "dport 5201"; following the busiest, [2001:db8:85a3:8d3:1319:8a2e:370:7348]:40002 → ` +
+		`[2001:db8:85a3:8d3:1319:8a2e:370:7349]:5201 (80.0 Mbit/s sent); also 127.0.0.1:40000 → 127.0.0.1:5201 (idle). ` +
+		`To follow another, narrow the filter, e.g. --conn "sport 40000 dport 5201"`
+	for _, width := range []int{0, 80, 100, 200} {
+		var out bytes.Buffer
+		if err := WatchNote(&out, width, note); err != nil {
 			t.Fatal(err)
 		}
-	}
-	want := `following 127.0.0.1:40002 → 127.0.0.1:5201 (cubic, process iperf3/4711), options SACK TS no-WS, mss 32741 B
-   0.35s 80.0 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
-   0.45s 79.5 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
-         diagnosis: rwnd-limited: the receiver's window holds the rate
-   0.55s 80.0 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
-   1.25s 1.00 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
-         diagnosis: app-limited: the sender had nothing to send
-127.0.0.1:40002 → 127.0.0.1:5201 closed; last sample: 1.00 Mbit/s sent, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 3, limited rwnd 50% sndbuf 0% cwnd 25% app 25%
-following 127.0.0.1:40004 → 127.0.0.1:5201 (cubic), options SACK TS no-WS, mss 32741 B
-   1.70s 12.5 Mbit/s received, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 0, unread 1.46 KiB
-         diagnosis: app-limited: the sender had nothing to send
-connection closed; last sample: 12.5 Mbit/s received, cwnd 320 KiB, peer window 3.00 MiB, RTT 57µs (min 20µs), retr 0, unread 1.46 KiB
-`
-	if got := out.String(); got != want {
-		t.Errorf("got\n%s\nwant\n%s", got, want)
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		for i, l := range lines {
+			if n := utf8.RuneCountInString(l); n > max(width, 80) {
+				t.Errorf("width %d: line %d is %d runes: %q", width, i+1, n, l)
+			}
+			if i > 0 && !strings.HasPrefix(l, "  ") {
+				t.Errorf("width %d: line %d not indented: %q", width, i+1, l)
+			}
+		}
+		joined := strings.Join(lines, "\n")
+		for _, whole := range []string{`"dport 5201"`, `--conn "sport 40000 dport 5201"`} {
+			if !strings.Contains(joined, whole) {
+				t.Errorf("width %d: %s broken:\n%s", width, whole, joined)
+			}
+		}
+		if got := strings.ReplaceAll(joined, "\n  ", " "); got != "tcpscope watch: "+note {
+			t.Errorf("width %d: the note unwrapped is\n%s", width, got)
+		}
 	}
 }
 

@@ -97,6 +97,7 @@ func (s *Session) say(note string) {
 // first (Busiest). Several, or any when looking for another to follow,
 // are dumped twice, lookFor apart, for their rates.
 func (s *Session) look(ctx context.Context, skip uint64) ([]Row, error) {
+	s.looked = true
 	dump := func() (time.Duration, []model.Socket, error) {
 		at := s.clock.Since()
 		socks, err := s.src.Dump(at)

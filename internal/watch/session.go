@@ -105,6 +105,9 @@ type Session struct {
 	// pinned: the connection was given (Start), not picked among the
 	// filter's matches, so none takes its place when it closes.
 	pinned bool
+	// looked: the last sample came after a look at the matches (Run
+	// restarts its ticker).
+	looked bool
 }
 
 // NewSession starts a session's clock.
@@ -177,13 +180,25 @@ func (s *Session) Next(ctx context.Context) (Frame, error) {
 // ctx's end, or, following, the frame that says the connection closed.
 // An ended context is not an error.
 func (s *Session) Run(ctx context.Context, show Show) error {
-	tick, err := s.clock.NewTicker(ctx, s.cfg.Interval)
-	if err != nil {
-		return err
-	}
-	defer tick.Stop()
+	var tick Ticker
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
 	for n := 0; s.cfg.Count == 0 || n < s.cfg.Count; n++ {
 		if n > 0 {
+			if tick == nil {
+				// The ticker starts after the first sample, and
+				// again after a look at the matches: ticking through
+				// a look (a quarter second) it would tick at once,
+				// the next sample a millisecond after the look's and
+				// its rate over next to nothing.
+				var err error
+				if tick, err = s.clock.NewTicker(ctx, s.cfg.Interval); err != nil {
+					return err
+				}
+			}
 			if err := tick.Wait(); err != nil {
 				return ended(ctx, err)
 			}
@@ -192,6 +207,11 @@ func (s *Session) Run(ctx context.Context, show Show) error {
 		if done || err != nil {
 			return err
 		}
+		if s.looked && tick != nil {
+			tick.Stop()
+			tick = nil
+		}
+		s.looked = false
 	}
 	return nil
 }

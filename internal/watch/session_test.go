@@ -109,17 +109,33 @@ func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (c *stepClock) NewTicker(ctx context.Context, period time.Duration) (Ticker, error) {
-	return &stepTicker{c: c, ctx: ctx, period: period}, nil
+	return &stepTicker{c: c, ctx: ctx, period: period, next: c.now + period}, nil
 }
 
+// stepTicker ticks every period from its making, as a time.Ticker does:
+// a tick that came while the session was busy is waiting, and Wait
+// returns at once (later ones missed meanwhile are dropped).
 type stepTicker struct {
 	c      *stepClock
 	ctx    context.Context
 	period time.Duration
+	next   time.Duration // the next tick
 }
 
-func (t *stepTicker) Wait() error { return t.c.Sleep(t.ctx, t.period) }
-func (t *stepTicker) Stop()       {}
+func (t *stepTicker) Wait() error {
+	if err := t.ctx.Err(); err != nil {
+		return err
+	}
+	if t.c.now < t.next {
+		t.c.now = t.next
+	}
+	for t.next <= t.c.now {
+		t.next += t.period
+	}
+	return nil
+}
+
+func (t *stepTicker) Stop() {}
 
 func addr(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
@@ -271,6 +287,11 @@ func TestSessionGoesOnWithABusyMatch(t *testing.T) {
 		if len(f.Rows) != 1 || f.Rows[0].Cookie != other.cookie || len(f.Closed) != 0 {
 			t.Fatalf("frame %d after the switch: %+v", i, f)
 		}
+	}
+	// The switch's look took a quarter second; the next sample is a
+	// tick after it, not the tick that came during it.
+	if d := after[1].At - after[0].At; d != 100*time.Millisecond {
+		t.Errorf("the sample after the switch came %v after it, want 100ms", d)
 	}
 }
 
