@@ -126,3 +126,22 @@ func TestServerEndReceiving(t *testing.T) {
 		}
 	}
 }
+
+// A watched transfer's first samples, each caught between writes (nothing
+// unsent, little in flight) while the kernel counted the sender busy: two
+// instants are too few to call the application idle (the watch once said
+// "nothing to send 100% of the samples" over a cwnd-limited transfer, and
+// "bottleneck" a second later). From enough instants it is the rule's call.
+func TestConnectionFewIdleInstants(t *testing.T) {
+	series := senderSeries(t, "bottleneck")
+	for i := range series {
+		s := &series[i]
+		s.NotsentBytes = model.Some[model.Bytes](0)
+		s.Unacked = s.SndCwnd / 4
+	}
+	for n := 2; n <= 3; n++ {
+		if fs := Connection(series[:n], Options{}); len(fs) > 0 && fs[0].ID == "sender-app-limited" {
+			t.Errorf("%d samples (%d instants): %v first", n, n-1, fs[0].ID)
+		}
+	}
+}

@@ -49,6 +49,13 @@ const (
 	// appShare: a sender idle (nothing unsent, windows open) in this share
 	// of its samples, or of its time, was starved of data.
 	appShare = 0.5
+	// minIdleInstants: a watched socket's application is unknown, so
+	// its idleness is told by instants (samples with nothing unsent and
+	// both windows open), from this many at least. From one or two, a
+	// transfer's first samples, caught between writes while the kernel
+	// counted it busy 94% of the time, read as an application with
+	// nothing to send.
+	minIdleInstants = 3
 	// minFullSamples: a full send buffer is read from at least this many
 	// samples (one snapshot can catch any sender between two writes).
 	minFullSamples = 2

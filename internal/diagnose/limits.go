@@ -464,7 +464,7 @@ func appLimit(v *view, run *model.Run) (model.Finding, bool) {
 		return appRateLimit(v, run, asked), true
 	case v.sndKernel && v.limitedOK && v.limited.App >= appShare:
 		return appLimited(v, run), true
-	case v.sndKernel && !v.test && v.idleShare >= appShare && !v.sendQPlateau:
+	case v.sndKernel && !v.test && v.idleShare >= appShare && !v.sendQPlateau && v.instants >= minIdleInstants:
 		return appLimited(v, run), true
 	}
 	return model.Finding{}, false

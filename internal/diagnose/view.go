@@ -89,6 +89,8 @@ type view struct {
 	// socket is an idle application, never a full buffer.
 	idleShare, fullShare     float64
 	idleSamples, fullSamples int
+	// instants is how many samples those shares are of.
+	instants int
 	// Over the idle samples: the median bytes in the send queue (sent and
 	// unacknowledged, plus unsent), unsent, in flight, and the congestion
 	// window; sendQPlateau says the queue stayed near its largest in
@@ -515,6 +517,7 @@ func (v *view) retransPattern(retransIn map[int]uint32) {
 // settleSender turns the sender's collected samples into the view's
 // shares and medians.
 func (v *view) settleSender(c *senderSamples) {
+	v.instants = c.allMeasured
 	if c.allMeasured > 0 {
 		v.idleShare = float64(v.idleSamples) / float64(c.allMeasured)
 		v.fullShare = float64(v.fullSamples) / float64(c.allMeasured)
