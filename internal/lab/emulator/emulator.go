@@ -79,6 +79,10 @@ type direction struct {
 	c    counters
 	out  *writer // writes to the other device
 	back *writer // writes to in's device: where ICMP answers go
+	// whole: the direction moves packets as the kernel holds them (see
+	// superDevice), because its impairment gives every packet the same
+	// fate (wholeFate) and both devices can.
+	whole bool
 }
 
 // Start runs the emulator between a and b until Close, or until ctx ends.
@@ -114,6 +118,9 @@ func Start(ctx context.Context, cfg Config, a, b Device) (*Emulator, error) {
 		}
 		in, to := int(d), 1-int(d)
 		dd := &direction{e: e, dir: d, cfg: dc, in: e.devs[in], out: writers[to], back: writers[in]}
+		_, superIn := e.devs[in].(superDevice)
+		_, superOut := e.devs[to].(superDevice)
+		dd.whole = wholeFate(dc) && superIn && superOut
 		dd.imp = newImpairer(dc, rand.New(rand.NewPCG(seed, uint64(d)+1)), &dd.c)
 		writers[to].c = &dd.c
 		e.dirs[d] = dd
@@ -178,6 +185,10 @@ func (e *Emulator) Close() error {
 // each packet's fate and hands the survivors to the writer.
 func (d *direction) read() {
 	defer d.e.wg.Done()
+	if d.whole {
+		d.readWhole()
+		return
+	}
 	// Every buffer takes a packet of up to 64 KiB: an unsegmented one
 	// may be as large as the device's MTU, which the emulator does not
 	// know. Pages the kernel never writes to are never touched, so most
@@ -252,6 +263,67 @@ func (d *direction) read() {
 	}
 }
 
+// readWhole is read for a whole direction: one packet as the kernel holds
+// it per read (a super-packet of up to 64 KiB, or a single packet), its
+// fate decided once (wholeFate: a delay, the same for every segment), and,
+// when it is due at once and nothing waits ahead of it, written by this
+// goroutine straight away: no copy, no hand-off to the writer, no alarm.
+// A large packet stays in the buffer it was read into until it leaves; a
+// small one (an ACK) is copied out so that a long delay line of them does
+// not hold 64 KiB each.
+func (d *direction) readWhole() {
+	in := d.in.(superDevice)
+	failures := 0
+	var one [1]item
+	for {
+		p := superPool.Get().(*packet)
+		n, err := in.readSuper(p.b[:cap(p.b)])
+		if err != nil {
+			p.free()
+			if d.e.closing.Load() || errors.Is(err, os.ErrClosed) {
+				return
+			}
+			d.c.errors.Add(1)
+			if failures++; failures > 10 {
+				time.Sleep(time.Millisecond)
+			}
+			continue
+		}
+		failures = 0
+		packets, bytes, ok := superCount(p.b[:n])
+		if !ok {
+			p.free()
+			d.c.errors.Add(1)
+			continue
+		}
+		now := d.e.now()
+		f := d.imp.arrive(now, bytes)
+		if f.n != 1 {
+			// wholeFate lets nothing drop or duplicate a packet; were
+			// that to change, this direction would have to split.
+			p.free()
+			d.c.received.Add(uint64(packets))
+			d.c.receivedBytes.Add(uint64(bytes))
+			continue
+		}
+		pkt := p
+		if n <= superSmallCopy {
+			pkt = newPacket(p.b[:n])
+			p.free()
+		} else {
+			p.b = p.b[:n]
+		}
+		// Counted in the order read counts them.
+		d.c.queued.Add(uint64(packets))
+		d.c.queuedBytes.Add(uint64(bytes))
+		d.c.received.Add(uint64(packets))
+		d.c.receivedBytes.Add(uint64(bytes))
+		one[0] = item{leave: f.leave[0], ahead: f.ahead[0], whole: true, packets: packets, bytes: bytes, pkt: pkt}
+		d.out.send(now, one[:])
+		one[0] = item{}
+	}
+}
+
 // writer holds one device's outgoing packets in leave order and writes
 // them when due.
 type writer struct {
@@ -259,6 +331,11 @@ type writer struct {
 	out   Device
 	c     *counters // of the direction whose packets these are
 	alarm *alarm
+
+	// wmu orders writes to out: whoever writes takes it before letting
+	// go of mu, so a packet written by a reader (send) never overtakes one
+	// the writer has taken from the queue but not yet written.
+	wmu sync.Mutex
 
 	mu       sync.Mutex
 	q        timeQueue
@@ -290,6 +367,26 @@ func (w *writer) push(now time.Duration, items []item) {
 	}
 }
 
+// send writes items (whole ones: see readWhole) at once from the calling
+// goroutine when all are due and none wait ahead of them in the queue, and
+// queues them otherwise.
+func (w *writer) send(now time.Duration, items []item) {
+	w.mu.Lock()
+	due := !w.closed && w.q.len() == 0
+	for i := range items {
+		due = due && items[i].whole && items[i].leave <= now
+	}
+	if !due {
+		w.mu.Unlock()
+		w.push(now, items)
+		return
+	}
+	w.wmu.Lock()
+	w.mu.Unlock()
+	w.write(items, nil, nil)
+	w.wmu.Unlock()
+}
+
 // arm sets the alarm, at now, for a packet leaving at leave (early when
 // the wait is long; see wakeAt); w.mu is held.
 func (w *writer) arm(now, leave time.Duration) {
@@ -316,8 +413,9 @@ func (w *writer) close() {
 	for w.q.len() > 0 {
 		it := w.q.pop()
 		if !it.icmp {
-			w.c.queued.Add(^uint64(0))
-			w.c.queuedBytes.Add(-uint64(len(it.pkt.b)))
+			pkts, bytes := it.count()
+			w.c.queued.Add(-pkts)
+			w.c.queuedBytes.Add(-bytes)
 		}
 		it.pkt.free()
 	}
@@ -359,8 +457,10 @@ func (w *writer) run() {
 			// Write at once and come straight back: the alarm is seen
 			// to when nothing is due, so that no timer syscall (a
 			// virtual machine exit, 10 to 20 µs) delays a write.
+			w.wmu.Lock()
 			w.mu.Unlock()
 			w.write(taken, scratch, batch)
+			w.wmu.Unlock()
 			clear(taken)
 			taken = taken[:0]
 			continue
@@ -403,8 +503,16 @@ func (w *writer) run() {
 }
 
 // write sends taken in one batch, through the scratch buffers, and counts
-// them.
+// them. With whole packets among them it writes one at a time, each
+// behind its virtio-net header (an empty one for a plain packet); scratch
+// is then used for the plain ones only. wmu is held.
 func (w *writer) write(taken []item, scratch, batch [][]byte) {
+	for i := range taken {
+		if taken[i].whole {
+			w.writeEach(taken, scratch)
+			return
+		}
+	}
 	var pkts, bytes uint64
 	for i, it := range taken {
 		b := scratch[i][:Headroom+len(it.pkt.b)]
@@ -425,4 +533,38 @@ func (w *writer) write(taken []item, scratch, batch [][]byte) {
 	} else if !w.e.closing.Load() {
 		w.c.errors.Add(1)
 	}
+}
+
+// writeEach is write for a batch with whole packets: the TUN driver takes
+// one packet per write system call, so there is nothing to batch.
+func (w *writer) writeEach(taken []item, scratch [][]byte) {
+	sd := w.out.(superDevice) // only a superDevice's direction is whole
+	var pkts, bytes, fwd, fwdBytes uint64
+	for i := range taken {
+		it := &taken[i]
+		b := it.pkt.b
+		if !it.whole {
+			b = scratch[i][Headroom-vnetHdrLen : Headroom+len(it.pkt.b)]
+			clear(b[:vnetHdrLen]) // no offload asked: a plain packet
+			copy(b[vnetHdrLen:], it.pkt.b)
+		}
+		err := sd.writeSuper(b)
+		if !it.icmp {
+			p, n := it.count()
+			pkts += p
+			bytes += n
+			if err == nil {
+				fwd += p
+				fwdBytes += n
+			}
+		}
+		if err != nil && !w.e.closing.Load() {
+			w.c.errors.Add(1)
+		}
+		it.pkt.free()
+	}
+	w.c.queued.Add(-pkts)
+	w.c.queuedBytes.Add(-bytes)
+	w.c.forwarded.Add(fwd)
+	w.c.forwardedBytes.Add(fwdBytes)
 }

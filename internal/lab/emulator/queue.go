@@ -39,6 +39,10 @@ func newPacket(b []byte) *packet {
 }
 
 func (p *packet) free() {
+	if cap(p.b) == vnetHdrLen+maxPacket {
+		superPool.Put(p)
+		return
+	}
 	if c := class(cap(p.b)); c < numClasses && cap(p.b) == 1<<(minClassShift+c) {
 		pools[c].Put(p)
 	}
@@ -53,8 +57,20 @@ type item struct {
 	// icmp: an answer from the emulator, counted by the direction that
 	// caused it, not by the writer.
 	icmp bool
-	seq  uint64 // order of arrival at the writer, the last tie-breaker
-	pkt  *packet
+	// whole: pkt.b is a virtio-net header and a packet read whole
+	// (superDevice), which counts as packets packets of bytes bytes.
+	whole          bool
+	packets, bytes int
+	seq            uint64 // order of arrival at the writer, the last tie-breaker
+	pkt            *packet
+}
+
+// count is what the item counts as in the direction's counters.
+func (it *item) count() (packets, bytes uint64) {
+	if it.whole {
+		return uint64(it.packets), uint64(it.bytes)
+	}
+	return 1, uint64(len(it.pkt.b))
 }
 
 func (a *item) before(b *item) bool {

@@ -20,6 +20,10 @@ const cloneDevice = "/dev/net/tun"
 // into single packets, batched writes coalesce them again. Where the kernel
 // or a sandbox refuses offloads, it falls back to CreateRawTUN. The device
 // disappears when closed.
+//
+// A device with offloads can also move a super-packet whole, virtio-net
+// header and all (one read or write of up to 64 KiB): the emulator does so
+// on a direction that gives every packet the same fate (see wholeFate).
 func CreateTUN(name string, mtu int) (Device, error) {
 	dev, err := tun.CreateTUN(name, mtu)
 	if err != nil {
@@ -29,7 +33,64 @@ func CreateTUN(name string, mtu int) (Device, error) {
 		}
 		return raw, nil
 	}
-	return drainEvents(dev), nil
+	drainEvents(dev)
+	if vnetHeader(dev.File()) {
+		return &vnetTUN{Device: dev, f: dev.File()}, nil
+	}
+	return dev, nil
+}
+
+// vnetHeader reports whether the TUN device behind f prefixes every packet
+// with a virtio-net header (IFF_VNET_HDR), which wireguard's tun sets when
+// the kernel takes its offloads. The descriptor is reached through
+// SyscallConn, not Fd, which would make it blocking.
+func vnetHeader(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var flags uint16
+	var ioErr error
+	err = rc.Control(func(fd uintptr) {
+		ifr, err := unix.NewIfreq("")
+		if err != nil {
+			ioErr = err
+			return
+		}
+		if ioErr = unix.IoctlIfreq(int(fd), unix.TUNGETIFF, ifr); ioErr == nil {
+			flags = ifr.Uint16()
+		}
+	})
+	return err == nil && ioErr == nil && flags&unix.IFF_VNET_HDR != 0
+}
+
+// vnetTUN is a wireguard TUN device with offloads whose super-packets the
+// emulator can also read and write whole, through the device's file (the
+// same descriptor, through Go's poller).
+type vnetTUN struct {
+	tun.Device
+	f *os.File
+}
+
+// readSuper reads one packet as the kernel hands it over: a virtio-net
+// header, then an IP packet of up to 64 KiB (a GSO super-packet or a
+// single one).
+func (t *vnetTUN) readSuper(b []byte) (int, error) {
+	n, err := t.f.Read(b)
+	if errors.Is(err, unix.EBADFD) {
+		err = os.ErrClosed
+	}
+	return n, err
+}
+
+// writeSuper writes one packet behind a virtio-net header: the kernel
+// segments a super-packet itself, or hands it to the receiving stack whole.
+func (t *vnetTUN) writeSuper(b []byte) error {
+	_, err := t.f.Write(b)
+	if errors.Is(err, unix.EBADFD) {
+		err = os.ErrClosed
+	}
+	return err
 }
 
 // CreateRawTUN creates a TUN device without offloads: every read and
@@ -62,17 +123,17 @@ func CreateRawTUN(name string, mtu int) (Device, error) {
 		file.Close()
 		return nil, fmt.Errorf("emulator: raw TUN device %s: %w", name, err)
 	}
-	return drainEvents(dev), nil
+	drainEvents(dev)
+	return dev, nil
 }
 
 // drainEvents discards a device's link events. It reports them on a small
 // channel and blocks when nobody reads it, which would keep its netlink
 // socket (and with it the network namespace) alive after Close. Nobody
 // here needs them.
-func drainEvents(dev tun.Device) tun.Device {
+func drainEvents(dev tun.Device) {
 	go func() {
 		for range dev.Events() {
 		}
 	}()
-	return dev
 }
