@@ -21,9 +21,21 @@
 // offloads: the kernel hands over TCP super-packets of up to 64 KiB, which a
 // read splits into MTU-sized packets, and a batched write coalesces
 // consecutive segments again (GRO); where the kernel refuses offloads it
-// falls back to CreateRawTUN, one packet per system call. The emulator always works on the split
-// packets: the emulated MTU, the rate and every loss apply per packet, as on
-// a wire.
+// falls back to CreateRawTUN, one packet per system call. A direction that
+// decides per packet (an MTU, a rate, loss, a policer, jitter, reordering,
+// duplication) works on the split packets: each of those applies per
+// packet, as on a wire.
+//
+// A direction that only delays (or does nothing) gives every packet the
+// same fate, so it moves the kernel's super-packets whole: one read of a
+// virtio-net header and up to 64 KiB, the fate decided once, one write of
+// the same bytes to the other device, where the kernel segments them
+// itself or hands them to the receiving stack whole. Nothing is split,
+// checksummed or coalesced in userspace, nothing is copied but by the
+// kernel, and a packet due at once is written by the reader itself, with
+// no hand-off to the writer and no alarm. Its counters count the packets
+// the super-packet stands for, headers repeated per segment, as the split
+// path would.
 //
 // Timing: Go's timers sleep in the network poller with millisecond
 // granularity (a timer due in 0.3 ms fires after about 1 ms), which would
