@@ -62,16 +62,18 @@
 // the other's subnet through it, and the emulator runs in the calling
 // process between the two devices' file descriptors, with every impairment
 // of both directions (Pair.Emulator gives its counters). The devices carry
-// offloads: a host hands its TUN device 64 KiB TCP aggregates, the
-// emulator splits them into packets (so its MTU, rate and losses act per
-// packet, as on a wire) and writes them coalesced again. gso_max_segs is 64
-// on the devices so an aggregate always fits the emulator's read batch.
-// Host settings (HostConfig) apply as with a router. Close stops the
-// emulator, which closes the devices and so removes them, then deletes the
-// namespaces. On the 2-CPU test machines one unimpaired TCP stream carried
-// 6.5 to 7 Gbit/s through the emulator (iperf3: 5 to 6.5 Gbit/s), with no
-// retransmission; a connect over 10 ms each way took a median 20.3 ms; and
-// a 100 Mbit/s bottleneck delivered 99.8 to 100% of its payload share.
+// offloads: a host hands its TUN device 64 KiB TCP aggregates; a direction
+// with an MTU, a rate or a loss splits them into packets (so those act per
+// packet, as on a wire) and writes them coalesced again, and a direction
+// that only delays passes them on whole. gso_max_segs is 64 on the devices
+// so an aggregate always fits the emulator's read batch. Host settings
+// (HostConfig) apply as with a router. Close stops the emulator, which
+// closes the devices and so removes them, then deletes the namespaces. On
+// the 2-CPU test machine, shared and loaded, one unimpaired TCP stream
+// carried 10 to 12.7 Gbit/s through the emulator at about 0.5 CPU-s per GB
+// (2026-11-27, docs/BENCHMARKS.md); a connect over 10 ms each way took a
+// median 20.3 ms; and a 100 Mbit/s bottleneck delivered 99.8 to 100% of its
+// payload share.
 //
 // Why a router: every impairment sits in R, none in the hosts, as on a real
 // path, where the bottleneck queue is in a router and not in the sender.

@@ -27,6 +27,7 @@ const (
 	vnetGSOTCPv4   = 1
 	vnetGSOUDPL4   = 5
 	vnetGSOTCPv6   = 4
+	vnetGSOECN     = 0x80 // ORed into gso_type: the segments carry ECN's CWR
 	udpHeaderLen   = 8
 	superSmallCopy = 2048 // a read this small is copied out of its 64 KiB buffer
 )
@@ -51,7 +52,7 @@ func superCount(b []byte) (packets, bytes int, ok bool) {
 		return 0, 0, false
 	}
 	ip := b[vnetHdrLen:]
-	gsoType, gsoSize := b[1], int(binary.NativeEndian.Uint16(b[4:]))
+	gsoType, gsoSize := b[1]&^vnetGSOECN, int(binary.NativeEndian.Uint16(b[4:]))
 	csumStart := int(binary.NativeEndian.Uint16(b[6:]))
 	if gsoType == vnetGSONone || gsoSize == 0 {
 		return 1, len(ip), true

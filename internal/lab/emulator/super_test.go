@@ -33,6 +33,7 @@ func TestSuperCount(t *testing.T) {
 		// segment: 6 full and one of 1312.
 		{"tcp4", vnet(vnetGSOTCPv4, 1448, 20, 32, 52+10000), 7, 52 + 10000 + 6*52, true},
 		{"tcp4 exact", vnet(vnetGSOTCPv4, 1448, 20, 32, 52+2*1448), 2, 2 * (52 + 1448), true},
+		{"tcp4 ecn", vnet(vnetGSOTCPv4|vnetGSOECN, 1448, 20, 32, 52+1449), 2, 52 + 1449 + 52, true},
 		{"tcp6", vnet(vnetGSOTCPv6, 1428, 40, 32, 72+1429), 2, 72 + 1429 + 72, true},
 		{"udp", vnet(vnetGSOUDPL4, 1472, 20, 0, 28+3*1472), 3, 3 * (28 + 1472), true},
 		{"headers only", vnet(vnetGSOTCPv4, 1448, 20, 32, 52), 1, 52, true},
