@@ -71,7 +71,7 @@ def measure(cmd, server_pid, parse):
 def tcpscope(d):
     s = d["summary"][0]
     u = s["udp"]
-    return s["goodput"], u["lost"] / u["packets"], s["receiver_bytes"]
+    return s["goodput"], u.get("lost", 0) / u["packets"], s["receiver_bytes"]
 
 def iperf(d):
     r = d["end"]["sum_received"]

@@ -42,6 +42,14 @@ const (
 	udpLinger = time.Second
 )
 
+// udpReceiveBuffer is the SO_RCVBUF a UDP receiver asks for unless -w
+// sets one (the kernel grants at most net.core.rmem_max, 208 KiB unless
+// raised): datagrams that come while the reader waits for a CPU wait in
+// it, and the kernel's default holds about 1.5 ms at 1 Gbit/s, less than
+// a busy machine's scheduling delay. Drops there would be the host's, not
+// the path's the test is about.
+const udpReceiveBuffer = 4 * model.MiB
+
 // udpMagic opens a native UDP stream's hello datagram: magic, the test's
 // cookie and the stream id, as on TCP.
 const udpMagic = "TCPSCOPU"

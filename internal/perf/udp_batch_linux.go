@@ -251,19 +251,24 @@ func (u *udpIO) recv(nowait bool, each func([]byte) bool) (drops int64, haveDrop
 var udpOOBSize = unix.CmsgSpace(4) * 2
 
 // parseRecvOOB reads a received buffer's drop counter and GRO segment
-// size (0: one datagram).
+// size (0: one datagram). It walks the control messages in place:
+// unix.ParseSocketControlMessage allocates, once a datagram.
 func parseRecvOOB(oob []byte) (drops int64, haveDrops bool, seg int) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, false, 0
-	}
-	for _, m := range msgs {
-		switch {
-		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_RXQ_OVFL && len(m.Data) >= 4:
-			drops, haveDrops = int64(binary.NativeEndian.Uint32(m.Data)), true
-		case m.Header.Level == unix.SOL_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 4:
-			seg = int(binary.NativeEndian.Uint32(m.Data))
+	hl := unix.CmsgLen(0)
+	for len(oob) >= hl {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < hl || n > len(oob) {
+			break
 		}
+		data := oob[hl:n]
+		switch {
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && len(data) >= 4:
+			drops, haveDrops = int64(binary.NativeEndian.Uint32(data)), true
+		case h.Level == unix.SOL_UDP && h.Type == unix.UDP_GRO && len(data) >= 4:
+			seg = int(binary.NativeEndian.Uint32(data))
+		}
+		oob = oob[min(len(oob), unix.CmsgSpace(n-hl)):]
 	}
 	return drops, haveDrops, seg
 }
