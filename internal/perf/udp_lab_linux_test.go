@@ -38,6 +38,16 @@ func TestNetnsUDPLossExact(t *testing.T) {
 			if out, err := p.A.Command(t.Context(), "ip", "link", "set", "dev", "tun-a", "txqueuelen", "100000").CombinedOutput(); err != nil {
 				t.Fatalf("ip link set tun-a txqueuelen: %v: %s", err, out)
 			}
+			// Nothing but the test's datagrams may cross: no IPv6
+			// router solicitations or listener reports from the devices.
+			for _, h := range []struct {
+				h   *lab.Host
+				dev string
+			}{{p.A, "tun-a"}, {p.B, "tun-b"}} {
+				if err := h.h.SetSysctl("net.ipv6.conf."+h.dev+".disable_ipv6", "1"); err != nil {
+					t.Logf("no IPv6 to disable on %s: %v", h.dev, err)
+				}
+			}
 			var rc *net.UDPConn
 			if err := p.B.Do(func() error {
 				c, err := net.ListenPacket("udp", netip.AddrPortFrom(p.B.Addr, 0).String())
@@ -58,6 +68,8 @@ func TestNetnsUDPLossExact(t *testing.T) {
 			defer sc.Close()
 
 			const size = 1400
+			// The IPv4 packets' lengths: the emulator counts those.
+			const dataLen, finLen = 20 + 8 + size, 20 + 8 + udpHeader64
 			cfg := model.TestConfig{Protocol: model.UDP, Duration: time.Second, Bitrate: 900 * model.MbitPerSecond, Length: size, NoGSO: !gso}
 			before := p.Emulator().Counters(emulator.AtoB)
 			t0 := time.Now()
@@ -73,29 +85,14 @@ func TestNetnsUDPLossExact(t *testing.T) {
 			if err := <-rerr; err != nil {
 				t.Fatal(err)
 			}
-			// A receiver that got no closing datagram waits out its
-			// linger past the planned end.
-			byFin := time.Since(t0) < cfg.Duration+udpLinger
-			waitFor(t, "the emulator's queue to empty", func() bool { return p.Emulator().Counters(emulator.AtoB).Queued == 0 })
-			// The receiver ended at the first closing datagram that came;
-			// the others that came wait in its socket.
-			fins := 0
-			if byFin {
-				fins = 1
-			}
-			_ = rc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-			buf := make([]byte, 2048)
-			for {
-				n, err := rc.Read(buf)
-				if err != nil {
-					break
-				}
-				if n == udpHeader64 {
-					fins++
-				}
-			}
-			after := p.Emulator().Counters(emulator.AtoB)
+			// Every packet sent is in the emulator's counts (the
+			// datagrams and three closing ones) and none waits there.
 			sent := ss.udp.packets.Load()
+			waitFor(t, "the emulator to pass every datagram on", func() bool {
+				c := p.Emulator().Counters(emulator.AtoB)
+				return c.Received-before.Received >= uint64(sent)+3 && c.Queued == 0
+			})
+			after := p.Emulator().Counters(emulator.AtoB)
 			d := rs.udp.datagrams()
 			drops, ok := d.SocketDrops.Get()
 			if !ok {
@@ -104,16 +101,24 @@ func TestNetnsUDPLossExact(t *testing.T) {
 			received := after.Received - before.Received
 			emuDropped := (after.DroppedQueue + after.DroppedLoss + after.DroppedGE + after.DroppedPolice + after.DroppedMTU) -
 				(before.DroppedQueue + before.DroppedLoss + before.DroppedGE + before.DroppedPolice + before.DroppedMTU)
-			// The closing datagrams cross the path too (three of them);
-			// those it dropped are in its count, not in the stream's loss.
-			finsDropped := uint64(3 - fins)
-			t.Logf("sent %d datagrams (%v), the emulator read %d packets and dropped %d (%d closing datagrams among them), the receiver counted %d packets, %d lost, socket drops %d",
-				sent, model.Bitrate(float64(sent*size*8)/cfg.Duration.Seconds()), received, emuDropped, finsDropped, d.Packets, d.Lost, drops)
-			if stray := int64(received) - sent - 3; stray != 0 {
+			if stray := int64(received) - sent - 3; stray != 0 || after.ReceivedBytes-before.ReceivedBytes != uint64(sent)*dataLen+3*finLen {
 				// Every datagram sent entered the emulator, and nothing
 				// else did: else its counts are not the stream's.
-				t.Fatalf("the emulator read %d packets for %d datagrams and 3 closing ones: %+d", received, sent, stray)
+				t.Fatalf("the emulator read %d packets, %d bytes for %d datagrams and 3 closing ones: %+d packets",
+					received, after.ReceivedBytes-before.ReceivedBytes, sent, stray)
 			}
+			// The closing datagrams cross the path too, and those it
+			// dropped are in its count, not in the stream's loss. Their
+			// size tells them apart in what it forwarded: forwarded =
+			// data + fins, bytes = data × dataLen + fins × finLen.
+			out, outBytes := after.Forwarded-before.Forwarded, after.ForwardedBytes-before.ForwardedBytes
+			x := out*dataLen - outBytes
+			if x%(dataLen-finLen) != 0 || x/(dataLen-finLen) > 3 {
+				t.Fatalf("the emulator forwarded %d packets, %d bytes: no whole number of %d-byte datagrams and up to 3 %d-byte closing ones", out, outBytes, dataLen, finLen)
+			}
+			finsDropped := 3 - x/(dataLen-finLen)
+			t.Logf("sent %d datagrams (%v), the emulator read %d packets and dropped %d (%d closing datagrams among them), the receiver counted %d packets, %d lost, socket drops %d",
+				sent, model.Bitrate(float64(sent*size*8)/cfg.Duration.Seconds()), received, emuDropped, finsDropped, d.Packets, d.Lost, drops)
 			if emuDropped == 0 {
 				t.Fatal("the emulator dropped nothing: the test's premise (1% loss) failed")
 			}
