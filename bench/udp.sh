@@ -5,18 +5,22 @@
 # the receiving socket (on loopback nothing else drops), and CPU seconds
 # per GB received on each side (the client's from its rusage, the server's
 # from /proc/PID/stat). Usage:
-#   bench/udp.sh [-n RUNS] [-t SECONDS] [-b BINARY] [-- extra tcpscope test flags]
-# Prints a Markdown table. Stops only the servers it started, by PID.
+#   bench/udp.sh [-n RUNS] [-t SECONDS] [-b BINARY] [-a] [-- extra tcpscope test flags]
+# -a pins the servers to CPU 1 and the clients to CPU 0 (taskset), each
+# tool alike: on a machine shared with other work, the two ends then do
+# not also take turns on one CPU. Prints a Markdown table. Stops only the
+# servers it started, by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-runs=9 secs=5 bin=""
-while getopts "n:t:b:" o; do
+runs=9 secs=5 bin="" pin=()
+while getopts "n:t:b:a" o; do
   case $o in
     n) runs=$OPTARG ;;
     t) secs=$OPTARG ;;
     b) bin=$OPTARG ;;
-    *) echo "usage: bench/udp.sh [-n RUNS] [-t SECONDS] [-b BINARY] [-- tcpscope test flags]" >&2; exit 2 ;;
+    a) pin=(taskset -c 1) ;;
+    *) echo "usage: bench/udp.sh [-n RUNS] [-t SECONDS] [-b BINARY] [-a] [-- tcpscope test flags]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND-1))
@@ -30,8 +34,8 @@ tport=5322 iport=5321
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-"$bin" server --listen 127.0.0.1:$tport >/dev/null 2>&1 & tpid=$!; pids+=($tpid)
-iperf3 -s -p $iport -B 127.0.0.1 >/dev/null 2>&1 & ipid=$!; pids+=($ipid)
+"${pin[@]}" "$bin" server --listen 127.0.0.1:$tport >/dev/null 2>&1 & tpid=$!; pids+=($tpid)
+"${pin[@]}" iperf3 -s -p $iport -B 127.0.0.1 >/dev/null 2>&1 & ipid=$!; pids+=($ipid)
 python3 - "$tport" "$iport" <<'PY'
 import socket, sys, time
 for port in sys.argv[1:]:
@@ -46,10 +50,11 @@ for port in sys.argv[1:]:
             time.sleep(0.05)
 PY
 
-python3 - "$bin" "$tport" "$iport" "$tpid" "$ipid" "$runs" "$secs" "$@" <<'PY'
+python3 - "$bin" "$tport" "$iport" "$tpid" "$ipid" "$runs" "$secs" "${#pin[@]}" "$@" <<'PY'
 import json, os, platform, resource, statistics, subprocess, sys
-bin, tport, iport, tpid, ipid, runs, secs = sys.argv[1:8]
-extra = sys.argv[8:]
+bin, tport, iport, tpid, ipid, runs, secs, pinned = sys.argv[1:9]
+extra = sys.argv[9:]
+pin = ["taskset", "-c", "0"] if pinned != "0" else []
 hz = os.sysconf("SC_CLK_TCK")
 
 def proc_cpu(pid):
@@ -62,7 +67,7 @@ def child_cpu():
 
 def measure(cmd, server_pid, parse):
     s0, c0 = proc_cpu(server_pid), child_cpu()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(pin + cmd, capture_output=True, text=True, check=True).stdout
     s1, c1 = proc_cpu(server_pid), child_cpu()
     rate, loss, received = parse(json.loads(out))
     gb = received / 1e9
@@ -87,7 +92,7 @@ for i in range(int(runs)):
 med = lambda who, k: statistics.median(r[k] for r in res[who])
 iv = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"UDP `-u -b 0 -l 1400`{' ' + ' '.join(extra) if extra else ''}: {runs} interleaved runs of {secs} s on loopback; medians; "
+print(f"UDP `-u -b 0 -l 1400`{' ' + ' '.join(extra) if extra else ''}: {runs} interleaved runs of {secs} s on loopback{', clients on CPU 0 and servers on CPU 1' if pin else ''}; medians; "
       f"peer: {iv}; {cpu}, {os.cpu_count()} CPUs, Linux {platform.release()}\n")
 print("| UDP measure | tcpscope | iperf3 | ratio tcpscope/iperf3 | goal |")
 print("|---|---|---|---|---|")
