@@ -115,3 +115,7 @@ for (case, who), xs in sorted(v.items()):
     if case not in ("memory", "tick"):
         print(f"- {case} {who}: " + ", ".join(f"{x/1e9:.2f}" for x in xs))
 PY
+
+# UDP at full speed against iperf3 (its own servers, stopped by PID).
+echo
+bench/udp.sh -n "$runs" -t "$secs" -b "$ts" | tee -a "$out/latest.md"

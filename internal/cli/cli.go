@@ -196,6 +196,6 @@ memory-to-memory tests like iperf3 and shows both ends' kernel TCP state
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%v", err)
 	})
-	root.AddCommand(newServerCmd(args, stdout, stderr), newTestCmd(args, stdout, stderr), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout), newManCmd(stdout))
+	root.AddCommand(withProfiles(newServerCmd(args, stdout, stderr)), withProfiles(newTestCmd(args, stdout, stderr)), newExplainCmd(stdout), newCalcCmd(stdout), newHostCmd(stdout), newDiagnoseCmd(stdout, stderr), newWatchCmd(stdout, stderr), newReplayCmd(stdout), newLabCmd(stdout, stderr), newTokenCmd(stdout), newManCmd(stdout))
 	return root
 }

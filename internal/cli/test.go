@@ -91,6 +91,8 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVarP(&f.cfg.Reverse, "reverse", "R", false, "the server sends")
 	fl.BoolVarP(&f.udp, "udp", "u", false, "a UDP test: datagrams at -b's rate (default 1 Mbit/s), loss and jitter at the receiver")
 	fl.BoolVar(&f.cfg.Counters64, "udp-counters-64bit", false, "64-bit sequence numbers in UDP datagrams (iperf3 servers; tcpscope's always are)")
+	fl.BoolVar(&f.cfg.NoGSO, "no-gso", false, "UDP: senders hand the kernel single datagrams (sendmmsg) instead of GSO super-buffers (UDP_SEGMENT); the datagrams sent are the same")
+	fl.BoolVar(&f.cfg.GRO, "gro", false, "UDP: receivers take coalesced buffers (UDP_GRO) where the kernel has it: less CPU, but socket drops are then not measured (the kernel counts buffers, not datagrams)")
 	fl.BoolVar(&f.cfg.Bidir, "bidir", false, "both ends send at once")
 	fl.VarP(size{&f.cfg.Window}, "window", "w", "SO_SNDBUF and SO_RCVBUF on both ends (disables autotuning)")
 	fl.VarP(size{&f.cfg.Length}, "length", "l", "write size (default 1M; UDP: datagram size, default 1460)")

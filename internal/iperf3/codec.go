@@ -386,6 +386,31 @@ type paramsIn struct {
 	AuthToken     string          `json:"authtoken"`
 	// ServerAffinity is the CPU -A n,m asks the server to pin itself to.
 	ServerAffinity *float64 `json:"server_affinity"`
+	// iperf3 3.21's --gsro: whether the client's UDP ends use GSO and GRO,
+	// and their datagram and buffer sizes. Raw, so that no value of them
+	// refuses a test (see gsro).
+	GSO       json.RawMessage `json:"gso"`
+	GSODgSize json.RawMessage `json:"gso_dg_size"`
+	GSOBfSize json.RawMessage `json:"gso_bf_size"`
+	GRO       json.RawMessage `json:"gro"`
+	GROBfSize json.RawMessage `json:"gro_bf_size"`
+}
+
+// gsro reads iperf3 3.21's GSO and GRO parameters into cfg. gro (1)
+// turns GRO on for this server's receivers, as the client asked. The
+// rest change nothing: this server sends UDP with GSO anyway (gso 0
+// included: GSO changes how many datagrams one system call hands the
+// kernel, never the datagrams on the wire, so it is each end's own
+// affair), each datagram of the test's length (gso_dg_size is that
+// length in 3.21), in buffers of the kernel's largest (64 datagrams,
+// 65507 bytes: gso_bf_size and gro_bf_size only bound iperf3's own
+// buffers). A value that is no number counts as absent: a client's
+// offload wish never refuses its test.
+func (p *paramsIn) gsro(cfg *model.TestConfig) {
+	var gro float64
+	if p.GRO != nil && json.Unmarshal(p.GRO, &gro) == nil && gro == 1 {
+		cfg.GRO = true
+	}
 }
 
 // errUnsupported marks what this server does not serve to iperf3
@@ -432,6 +457,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		cfg.ServerCPU = &cpu
 	}
 	if p.UDP != nil {
+		p.gsro(&cfg)
 		// iperf3 sends the UDP rate always (-b 0 omits it: unlimited),
 		// and its TCP options only when set.
 		cfg.Protocol = model.UDP

@@ -79,3 +79,32 @@ func TestI3ClientResultsSent(t *testing.T) {
 		t.Errorf("UDP: %+v, want 10 datagrams and absent", got)
 	}
 }
+
+// TestGSROParams: iperf3 3.21's GSO and GRO parameters never refuse a
+// test, whatever their values; gro 1 turns this server's GRO on.
+func TestGSROParams(t *testing.T) {
+	for _, tc := range []struct {
+		params string
+		gro    bool
+	}{
+		// As 3.21 sends them without --gsro, and with it.
+		{`{"udp":true,"time":1,"parallel":1,"len":1400,"bandwidth":0,"gso":0,"gso_dg_size":0,"gso_bf_size":65507,"gro":0,"gro_bf_size":65507,"client_version":"3.21"}`, false},
+		{`{"udp":true,"time":1,"parallel":1,"len":1400,"bandwidth":0,"gso":1,"gso_dg_size":1400,"gso_bf_size":65507,"gro":1,"gro_bf_size":65507,"client_version":"3.21"}`, true},
+		// Nonsense is absent, not an error.
+		{`{"udp":true,"time":1,"len":1400,"gso":"yes","gso_dg_size":-5,"gso_bf_size":1e300,"gro":true,"gro_bf_size":null}`, false},
+		// TCP tests take no UDP offloads.
+		{`{"tcp":true,"time":1,"len":1400,"gro":1}`, false},
+	} {
+		var p paramsIn
+		if err := json.Unmarshal([]byte(tc.params), &p); err != nil {
+			t.Fatalf("%s: %v", tc.params, err)
+		}
+		cfg, err := p.config()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.params, err)
+		}
+		if cfg.GRO != tc.gro || cfg.NoGSO {
+			t.Errorf("%s: GRO %v, NoGSO %v; want GRO %v, GSO on", tc.params, cfg.GRO, cfg.NoGSO, tc.gro)
+		}
+	}
+}

@@ -83,6 +83,14 @@ type TestConfig struct {
 	// nil: none. Whether the server did is in the run's warnings.
 	ClientCPU *int `json:"client_cpu,omitempty"`
 	ServerCPU *int `json:"server_cpu,omitempty"`
+	// NoGSO makes UDP senders hand the kernel single datagrams
+	// (sendmmsg) instead of GSO super-buffers (UDP_SEGMENT); the
+	// datagrams on the wire are the same either way.
+	NoGSO bool `json:"no_gso,omitempty"`
+	// GRO makes UDP receivers take coalesced buffers (UDP_GRO) where the
+	// kernel has it: less receiver CPU, but the kernel then counts
+	// dropped buffers, not datagrams, so socket drops are not measured.
+	GRO bool `json:"gro,omitempty"`
 }
 
 // Protocols of a test.

@@ -89,6 +89,9 @@ func socketOptions(cfg *model.TestConfig, role model.Role) tcpinfo.SocketOptions
 		if role == model.Sender {
 			o.MaxPacingRate = cfg.FQRate
 		}
+		if role == model.Receiver && cfg.Window == 0 {
+			o.RcvBuf = udpReceiveBuffer
+		}
 		return o
 	}
 	o := tcpinfo.SocketOptions{SndBuf: cfg.Window, RcvBuf: cfg.Window, Congestion: cfg.Congestion, MSS: cfg.MSS, TOS: cfg.TOS}

@@ -42,6 +42,14 @@ const (
 	udpLinger = time.Second
 )
 
+// udpReceiveBuffer is the SO_RCVBUF a UDP receiver asks for unless -w
+// sets one (the kernel grants at most net.core.rmem_max, 208 KiB unless
+// raised): datagrams that come while the reader waits for a CPU wait in
+// it, and the kernel's default holds about 1.5 ms at 1 Gbit/s, less than
+// a busy machine's scheduling delay. Drops there would be the host's, not
+// the path's the test is about.
+const udpReceiveBuffer = 4 * model.MiB
+
 // udpMagic opens a native UDP stream's hello datagram: magic, the test's
 // cookie and the stream id, as on TCP.
 const udpMagic = "TCPSCOPU"
@@ -202,17 +210,34 @@ func (f *udpFlow) account(b []byte, arrival time.Duration) (fin bool) {
 // sendUDP sends datagrams of cfg.Length at the test's bitrate (as fast as
 // possible at 0) until the duration ends, the byte budget is spent or
 // stop is called. A native sender then sends its closing datagrams.
+//
+// Datagrams go in bursts (udpIO): as many as one GSO send takes at full
+// speed, about a millisecond of the rate when paced, so that a paced
+// stream waits for one timer a burst, not one a datagram. A burst's
+// datagrams carry the time it was handed to the kernel and consecutive
+// sequence numbers, each in its own header.
 func (e *End) sendUDP(s *Stream) error {
 	f := s.udp
 	size := int(e.cfg.Length)
-	buf := make([]byte, size)
-	copy(buf, e.payload)
 	hdr := udpHeader32
 	if f.wide {
 		hdr = udpHeader64
 	}
 	if size < hdr {
 		return fmt.Errorf("datagrams of %d bytes cannot hold the %d-byte header", size, hdr)
+	}
+	uio, err := newUDPIO(f.conn, !e.cfg.NoGSO)
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	pace := e.cfg.Bitrate
+	burst := uio.burst(size)
+	if pace > 0 {
+		burst = max(1, min(burst, int(pace.BytesPerSecond()/1000/float64(size))))
+	}
+	buf := make([]byte, size*burst)
+	for i := range burst {
+		copy(buf[i*size:(i+1)*size], e.payload)
 	}
 	deadline := time.Time{}
 	if d := span(&e.cfg); d > 0 {
@@ -222,7 +247,6 @@ func (e *End) sendUDP(s *Stream) error {
 	}
 	_ = f.conn.SetWriteDeadline(deadline)
 	byteMode := e.cfg.Bytes > 0
-	pace := e.cfg.Bitrate
 	var written int64
 	var werr error
 	var seq uint64
@@ -240,14 +264,35 @@ loop:
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			break
 		}
-		if byteMode && e.budget.Add(-int64(size)) <= -int64(size) {
-			break
+		n := burst
+		if byteMode {
+			// Each datagram takes its share of the budget, the last one
+			// even if less than a datagram is left, as one write did.
+			k := 0
+			for k < n && e.budget.Add(-int64(size)) > -int64(size) {
+				k++
+			}
+			if k < n {
+				e.budget.Add(int64(size)) // the failed take
+			}
+			if n = k; n == 0 {
+				break
+			}
 		}
-		seq++
-		f.putHeader(buf, e.since(), seq)
-		n, err := f.conn.Write(buf)
+		ts := e.since()
+		for i := range n {
+			f.putHeader(buf[i*size:], ts, seq+uint64(i)+1)
+		}
+		sent, err := uio.send(buf, size, n)
+		if byteMode && sent < n {
+			// What the kernel did not take is not spent.
+			e.budget.Add(int64((n - sent) * size))
+		}
+		seq += uint64(sent)
+		f.packets.Store(int64(seq))
+		s.moved.Add(int64(sent * size))
+		written += int64(sent * size)
 		if err != nil {
-			seq--
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				break loop
@@ -260,8 +305,9 @@ loop:
 				break loop
 			case isTransientSendError(err):
 				// The peer's port is not open yet (ICMP unreachable from
-				// an earlier datagram) or a queue is full: the datagram
-				// is lost, as on a path, and the test goes on.
+				// an earlier datagram) or a queue is full: the datagrams
+				// are not sent, as on a path that lost them, and the
+				// test goes on.
 				if errors.Is(err, syscall.ECONNREFUSED) {
 					refusals++
 				}
@@ -270,9 +316,6 @@ loop:
 			werr = fmt.Errorf("send: %w", err)
 			break loop
 		}
-		f.packets.Store(int64(seq))
-		s.moved.Add(int64(n))
-		written += int64(n)
 	}
 	s.finished = e.since()
 	if f.native {
@@ -291,12 +334,20 @@ loop:
 
 // receiveUDP reads datagrams until the sender's closing datagram, the
 // control connection's end (iperf3), or udpLinger of silence past the
-// planned end.
+// planned end. It reads what is queued in batches (udpIO), with GRO
+// if the test asked for it (--gro); each datagram is accounted on its
+// own, all of a batch with the batch's arrival time.
 func (e *End) receiveUDP(s *Stream) error {
 	f := s.udp
-	buf := make([]byte, 65536)
-	oob := make([]byte, oobSize)
-	if enableDropCount(f.conn) {
+	uio, err := newUDPIO(f.conn, !e.cfg.NoGSO)
+	if err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
+	// GRO only when asked for (--gro): the kernel then counts the
+	// buffers it drops, not the datagrams in them (SO_RXQ_OVFL), and a
+	// drop count that is not a count of datagrams is no count.
+	gro := e.cfg.GRO && !e.cfg.NoGSO && uio.enableGRO()
+	if !gro && enableDropCount(f.conn) {
 		// The kernel counts the socket's drops from its creation, and
 		// each stream's socket is its own (connected, opened for this
 		// stream): no control message means no drop yet.
@@ -351,8 +402,39 @@ func (e *End) receiveUDP(s *Stream) error {
 		s.moved.Add(int64(len(b)))
 		return false
 	}
+	var now time.Time
+	var arrival time.Duration
+	fin := false
+	// each accounts one datagram of a batch; false stops the batch at the
+	// closing datagram.
+	each := func(b []byte) bool {
+		if now.IsZero() {
+			now = time.Now()
+			arrival = now.Sub(e.t0)
+		}
+		if len(b) >= magicLen && string(b[:magicLen]) == udpMagic {
+			// A hello again: our answer was lost. Answer again.
+			if len(b) == udpHelloLen && e.side == model.ServerSide {
+				f.answerAgain()
+			}
+			return true
+		}
+		if take(b, arrival) {
+			// The sender is done: the test's time ends here, not at
+			// the last datagram, which a sender ahead of its rate
+			// sends early.
+			s.finished = arrival
+			fin = true
+			return false
+		}
+		return true
+	}
 	for {
-		n, oobn, _, _, err := f.conn.ReadMsgUDP(buf, oob)
+		now = time.Time{}
+		drops, haveDrops, _, err := uio.recv(false, each)
+		if haveDrops && !gro {
+			f.drops.Store(drops)
+		}
 		if err != nil && e.peerCloses && e.isStopped() {
 			// iperf3 ended the test on its control connection (TEST_END).
 			// The datagrams that had arrived are the test's, even if this
@@ -362,7 +444,7 @@ func (e *End) receiveUDP(s *Stream) error {
 			// that kept ahead of its rate sends its last one early.
 			// A receiver that read on past TEST_END (readOn) ran until
 			// its last datagram, when that came later.
-			derr := drainQueued(f.conn, buf, func(b []byte) { take(b, e.since()) })
+			derr := drainUDP(f, uio, !gro, func(b []byte) { take(b, e.since()) })
 			if e.readOn {
 				s.finished = max(s.finished, e.endedAt())
 			} else {
@@ -385,30 +467,35 @@ func (e *End) receiveUDP(s *Stream) error {
 			s.finished = e.since()
 			return fmt.Errorf("receive: %w", err)
 		}
-		now := time.Now()
-		if n >= magicLen && string(buf[:magicLen]) == udpMagic {
-			// A hello again: our answer was lost. Answer again.
-			if n == udpHelloLen && e.side == model.ServerSide {
-				f.answerAgain()
-			}
-			continue
-		}
-		if drops, ok := dropCount(oob[:oobn]); ok {
-			f.drops.Store(drops)
-		}
-		arrival := now.Sub(e.t0)
-		if take(buf[:n], arrival) {
-			// The sender is done: the test's time ends here, not at
-			// the last datagram, which a sender ahead of its rate
-			// sends early.
-			s.finished = arrival
+		if fin {
 			break
 		}
 		// Moving the deadline costs a system call: once a tenth of the
 		// linger is enough.
-		if !e.peerCloses && now.Sub(lastDeadline) > udpLinger/10 {
+		if !now.IsZero() && !e.peerCloses && now.Sub(lastDeadline) > udpLinger/10 {
 			setDeadline(now)
 			lastDeadline = now
+		}
+	}
+	return nil
+}
+
+// drainUDP reads what is queued on f's socket without waiting, for at
+// most drainLimit, and hands each datagram to got.
+func drainUDP(f *udpFlow, uio *udpIO, countDrops bool, got func([]byte)) error {
+	_ = f.conn.SetReadDeadline(time.Time{})
+	for until := time.Now().Add(drainLimit); time.Now().Before(until); {
+		drops, haveDrops, n, err := uio.recv(true, func(b []byte) bool { got(b); return true })
+		if haveDrops && countDrops {
+			f.drops.Store(drops)
+		}
+		switch {
+		case err != nil && isTransientSendError(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("drain: %w", err)
+		case n == 0:
+			return nil
 		}
 	}
 	return nil

@@ -1,16 +1,12 @@
 package perf
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
-
-// oobSize holds one SO_RXQ_OVFL control message.
-var oobSize = unix.CmsgSpace(4)
 
 // enableDropCount asks the kernel to attach the socket's drop counter to
 // received datagrams (SO_RXQ_OVFL): it tells loss in this host's full
@@ -27,24 +23,6 @@ func enableDropCount(c *net.UDPConn) bool {
 		return false
 	}
 	return serr == nil
-}
-
-// dropCount reads the cumulative drop counter from a datagram's control
-// messages. The kernel attaches it only once the count is non-zero.
-func dropCount(oob []byte) (int64, bool) {
-	if len(oob) == 0 {
-		return 0, false
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, false
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_RXQ_OVFL && len(m.Data) >= 4 {
-			return int64(binary.NativeEndian.Uint32(m.Data)), true
-		}
-	}
-	return 0, false
 }
 
 // isTransientSendError: a datagram refused for a moment (the peer's port
