@@ -26,6 +26,7 @@ import (
 )
 
 type serverFlags struct {
+	prof       profileFlags
 	listen     string
 	port       int    // iperf3's -p: replaces the port of --listen
 	bind       string // iperf3's -B: replaces the host of --listen
@@ -104,7 +105,12 @@ came): exit 0, or 5 with -1, whose test never came.`,
 				defer lf.Close()
 				stdout, stderr = lf, lf
 			}
-			err := runServer(cmd, f, child, stdout, stderr)
+			stopProfile, err := f.prof.start(stderr)
+			if err != nil {
+				return err
+			}
+			err = runServer(cmd, f, child, stdout, stderr)
+			stopProfile()
 			if err == nil {
 				return nil
 			}
@@ -123,6 +129,7 @@ came): exit 0, or 5 with -1, whose test never came.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.prof.add(fl)
 	fl.StringVar(&f.listen, "listen", ":5201", "address to listen on")
 	fl.IntVarP(&f.port, "port", "p", 0, "port to listen on, as iperf3 -s -p (overrides the one in --listen)")
 	fl.StringVarP(&f.bind, "bind", "B", "", "address to listen on, as iperf3 -s -B (overrides the host in --listen)")

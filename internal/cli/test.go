@@ -22,6 +22,7 @@ import (
 )
 
 type testFlags struct {
+	prof       profileFlags
 	cfg        model.TestConfig
 	port       int
 	ipv4, ipv6 bool
@@ -84,6 +85,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 		},
 	}
 	fl := cmd.Flags()
+	f.prof.add(fl)
 	fl.VarP(seconds{&f.cfg.Duration}, "time", "t", "test duration (default 10s)")
 	fl.VarP(size{&f.cfg.Bytes}, "bytes", "n", "send this many bytes per direction instead of a duration")
 	fl.VarP(size{&f.blocks}, "blockcount", "k", "send this many blocks of -l bytes per direction instead of a duration, as iperf3 does: without -l a block is iperf3's 128 KiB (UDP: a datagram) (K, M, G count in 1024s)")
@@ -204,6 +206,11 @@ func formatArg(c *cobra.Command, args []string) string {
 }
 
 func runTest(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.Writer) (err error) {
+	stopProfile, err := f.prof.start(stderr)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	stdout, done, err := testOutput(f, stdout)
 	if err != nil {
 		return err
