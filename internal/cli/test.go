@@ -99,7 +99,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.StringVarP(&f.cfg.Congestion, "congestion", "C", "", "congestion control algorithm (cubic, bbr, reno, ...)")
 	fl.IntVarP(&f.cfg.MSS, "mss", "M", 0, "TCP maximum segment size (TCP_MAXSEG)")
 	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")
-	fl.BoolVarP(&f.cfg.ZeroCopy, "zerocopy", "Z", false, "send with sendfile(2) from a memory file instead of write(2), as iperf3 -Z does: less sender CPU per byte")
+	fl.BoolVarP(&f.cfg.ZeroCopy, "zerocopy", "Z", false, "send with sendfile(2) from a file holding the block instead of write(2), as iperf3 -Z does (on loopback it costs more CPU per byte than write(2))")
 	fl.BoolVar(&f.cfg.SkipRxCopy, "skip-rx-copy", false, "receive with MSG_TRUNC, as iperf3 3.19's --skip-rx-copy: the kernel counts the bytes and discards them uncopied (whichever end receives; Linux): less receiver CPU per byte")
 	fl.VarP(seconds{&f.cfg.Interval}, "interval", "i", "report and sampling interval, 10ms or more (default 1s); 0: no interval reports, as iperf3 -i 0 (the kernels are still sampled each second for the summary and diagnosis)")
 	fl.VarP(tos{&f.cfg.TOS}, "tos", "S", "IP type of service of both ends' data packets (IP_TOS, IPV6_TCLASS), as iperf3 -S: 0-255, decimal, 0x hex or 0 octal")
