@@ -30,24 +30,30 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-"$ts" server --listen 127.0.0.1:$tport >/dev/null 2>&1 & pids+=($!)
-iperf3 -s -p $iport -B 127.0.0.1 >/dev/null 2>&1 & pids+=($!)
+"$ts" server --listen 127.0.0.1:$tport >/dev/null 2>&1 & tpid=$!; pids+=($tpid)
+iperf3 -s -p $iport -B 127.0.0.1 >/dev/null 2>&1 & ipid=$!; pids+=($ipid)
 sleep 0.5
 
-# One measurement: prints the receiver's goodput in bit/s.
-iperf() { iperf3 -c 127.0.0.1 -p $iport -t "$secs" -J "$@" |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])'; }
-tscope() { "$ts" test 127.0.0.1:$tport -t "$secs" --json "$@" |
-  python3 -c 'import json,sys; print(sum(d["goodput"] for d in json.load(sys.stdin)["summary"]))'; }
+# One measurement: prints the receiver's goodput in bit/s, the bytes
+# received, and the client's and the server's CPU seconds over the run
+# (bench/measure.py).
+iperf() { python3 bench/measure.py $ipid iperf3 -c 127.0.0.1 -p $iport -t "$secs" -J "$@"; }
+tscope() { python3 bench/measure.py $tpid "$ts" test 127.0.0.1:$tport -t "$secs" --json "$@"; }
+# A stock iperf3 client against tcpscope's server.
+iperf_ts() { python3 bench/measure.py $tpid iperf3 -c 127.0.0.1 -p $tport -t "$secs" -J "$@"; }
 
 # Each case pairs two commands; a run measures both, alternating which goes
 # first, so drift in the machine's state (other load, thermal, page cache)
 # hits both alike.
-cases=(P1 P1len P2 sampling)
+cases=(P1 P1len stock best zc skip P2 sampling)
 pair() {
   case $1 in
     P1) A=(tscope) B=(iperf) ;;                         # defaults against defaults
-    P1len) A=(tscope -l 128K) B=(iperf) ;;              # the same 128 KiB write size
+    P1len) A=(tscope -l 128K) B=(iperf -l 128K) ;;      # the same 128 KiB write size
+    stock) A=(iperf_ts -l 128K) B=(iperf -l 128K) ;;    # one stock client, either server
+    best) A=(tscope -l 2M) B=(iperf -Z -l 1M) ;;        # each tool's best settings
+    zc) A=(tscope -Z -l 1M) B=(iperf -Z -l 1M) ;;       # zero copy, the same writes
+    skip) A=(tscope -Z --skip-rx-copy -l 1M) B=(iperf -Z -l 1M) ;; # the kernel's ceiling (iperf3 3.12 has no --skip-rx-copy)
     P2) A=(tscope -P 2) B=(iperf -P 2) ;;
     sampling) A=(tscope -i 0.01) B=(tscope -i 1) ;;     # 100 samples/s against 1
   esac
@@ -75,28 +81,39 @@ done
 failed=0
 for p in "${cpids[@]}"; do wait "$p" || failed=$((failed+1)); done
 hwm=$(awk '/VmHWM/ {print $2}' /proc/$mpid/status)
-printf 'memory\tserver\t1\t%s\n' "$((hwm*1024))" >>"$raw"
-printf 'memory\tfailed\t1\t%s\n' "$failed" >>"$raw"
+printf 'memory\tserver\t1\t%s\t0\t0\t0\n' "$((hwm*1024))" >>"$raw"
+printf 'memory\tfailed\t1\t%s\t0\t0\t0\n' "$failed" >>"$raw"
 
 # The throughput comparison cannot resolve 2% on a small VM (runs vary by
 # ±15%), so the sampling cost is also measured directly: CPU per tick.
 tick=$(go test -run XXX -bench IntervalTick -benchtime 20000x ./internal/perf | awk '/^BenchmarkIntervalTick/ {print $3}')
-printf 'tick\tns\t1\t%s\n' "$tick" >>"$raw"
+printf 'tick\tns\t1\t%s\t0\t0\t0\n' "$tick" >>"$raw"
 
 python3 - "$raw" "$runs" "$secs" "$clients" <<'PY' | tee "$out/latest.md"
 import statistics, sys, collections, subprocess
 raw, runs, secs, clients = sys.argv[1], *sys.argv[2:]
 v = collections.defaultdict(list)
+cpu = collections.defaultdict(list)  # (client, server) CPU seconds per GB received
 for line in open(raw):
-    case, who, _, x = line.split("\t")
+    case, who, _, x, got, cc, sc = line.split("\t")
     v[(case, who)].append(float(x))
+    if float(got) > 0:
+        cpu[(case, who)].append((float(cc) / (float(got) / 1e9), float(sc) / (float(got) / 1e9)))
 med = lambda k: statistics.median(v[k])
 iv = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
-print(f"{runs} interleaved runs of {secs} s on loopback; medians; peer: {iv}\n")
+cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+cc = open("/proc/sys/net/ipv4/tcp_congestion_control").read().strip()
+print(f"{runs} interleaved runs of {secs} s on loopback; medians; peer: {iv}")
+import os
+print(f"machine: {cpu_model}, {os.cpu_count()} CPUs, Linux {os.uname().release}, congestion control {cc}\n")
 print("| benchmark | tcpscope | peer | ratio tcpscope/peer | goal |")
 print("|---|---|---|---|---|")
 rows = (("P1", "single stream, each tool's defaults, vs iperf3", "≥ 1.05"),
-        ("P1len", "single stream, both 128 KiB writes, vs iperf3", "(parity check)"),
+        ("P1len", "single stream, both 128 KiB writes, vs iperf3", "≥ 1.05"),
+        ("stock", "stock iperf3 -l 128K client: to tcpscope server vs to iperf3 -s", "≥ 1.0"),
+        ("best", "best settings: tcpscope -l 2M vs iperf3 -Z -l 1M", "≥ 0.95"),
+        ("zc", "zero copy: tcpscope -Z -l 1M vs iperf3 -Z -l 1M", ""),
+        ("skip", "tcpscope -Z --skip-rx-copy -l 1M vs iperf3 -Z -l 1M", ""),
         ("P2", "-P 2, vs iperf3 -P 2", "≥ 1.05"))
 for case, label, goal in rows:
     a, b = med((case, "A")), med((case, "B"))
@@ -110,6 +127,13 @@ fail = int(v[("memory", "failed")][0])
 print(f"| server peak RSS, {clients} concurrent single-stream tests | {mem:.1f} MiB | | | ≤ 200 MiB |")
 if fail:
     print(f"\n{fail} of {clients} concurrent clients failed.")
+print("\nCPU seconds per GB received, medians: client (the sender but with -R) and server; ratio tcpscope/peer (goal ≤ 1.0 each side):\n")
+print("| benchmark | tcpscope client | peer client | ratio | tcpscope server | peer server | ratio |")
+print("|---|---|---|---|---|---|---|")
+for case, label, _ in rows:
+    ca, sa = (statistics.median(x[i] for x in cpu[(case, "A")]) for i in (0, 1))
+    cb, sb = (statistics.median(x[i] for x in cpu[(case, "B")]) for i in (0, 1))
+    print(f"| {label} | {ca:.3f} | {cb:.3f} | {ca/cb:.2f} | {sa:.3f} | {sb:.3f} | {sa/sb:.2f} |")
 print("\nEvery run, Gbit/s (A = tcpscope, or -i 0.01 for sampling; B = the peer, or -i 1):")
 for (case, who), xs in sorted(v.items()):
     if case not in ("memory", "tick"):

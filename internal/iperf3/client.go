@@ -210,7 +210,10 @@ func (c *Client) params(cfg *model.TestConfig) params {
 		Congestion: cfg.Congestion, TOS: cfg.TOS, ServerAffinity: cfg.ServerCPU, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
 		UDP: on(cfg.IsUDP()), TCP: on(!cfg.IsUDP()), Reverse: on(cfg.Reverse), Bidirectional: on(cfg.Bidir), NoDelay: on(cfg.NoDelay),
 		// A server that sends (-R, --bidir) sends with zero copy too.
-		Counters64: onInt(cfg.Counters64), ServerOutput: onInt(c.ServerOutput), ZeroCopy: onInt(cfg.ZeroCopy)}
+		Counters64: onInt(cfg.Counters64), ServerOutput: onInt(c.ServerOutput), ZeroCopy: onInt(cfg.ZeroCopy),
+		// A server that receives reads with MSG_TRUNC (3.19+; older
+		// servers ignore it and copy).
+		SkipRxCopy: onInt(cfg.SkipRxCopy)}
 	if c.Blocks > 0 {
 		p.Num = 0 // as iperf3's client: one count or the other
 	}

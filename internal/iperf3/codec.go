@@ -72,6 +72,7 @@ type params struct {
 	Counters64     *int   `json:"udp_counters_64bit,omitempty"`
 	ServerOutput   *int   `json:"get_server_output,omitempty"`
 	ZeroCopy       *int   `json:"zerocopy,omitempty"`
+	SkipRxCopy     *int   `json:"skip_rx_copy,omitempty"`
 	PacingTimer    int    `json:"pacing_timer"`
 	ClientVersion  string `json:"client_version"`
 }
@@ -380,6 +381,7 @@ type paramsIn struct {
 	Bidirectional json.RawMessage `json:"bidirectional"`
 	NoDelay       json.RawMessage `json:"nodelay"`
 	ZeroCopy      json.RawMessage `json:"zerocopy"`
+	SkipRxCopy    json.RawMessage `json:"skip_rx_copy"`
 	Counters64    json.RawMessage `json:"udp_counters_64bit"`
 	ServerOutput  json.RawMessage `json:"get_server_output"`
 	ClientVersion string          `json:"client_version"`
@@ -411,6 +413,14 @@ func (p *paramsIn) gsro(cfg *model.TestConfig) {
 	if p.GRO != nil && json.Unmarshal(p.GRO, &gro) == nil && gro == 1 {
 		cfg.GRO = true
 	}
+}
+
+// nonZero says whether an iperf3 flag parameter is on: iperf3 sends
+// zerocopy and skip_rx_copy as 1 when set and tests them for a value
+// other than 0.
+func nonZero(v json.RawMessage) bool {
+	var f float64
+	return v != nil && (json.Unmarshal(v, &f) != nil || f != 0)
 }
 
 // errUnsupported marks what this server does not serve to iperf3
@@ -445,7 +455,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		Bytes: model.Bytes(p.Num), Parallel: max(p.Parallel, 1), Length: model.Bytes(p.Len),
 		Window: model.Bytes(p.Window), MSS: p.MSS, Bitrate: model.Bitrate(p.Bandwidth), FQRate: model.Bitrate(p.FQRate),
 		Congestion: p.Congestion, Reverse: p.Reverse != nil, Bidir: p.Bidirectional != nil, NoDelay: p.NoDelay != nil,
-		Counters64: p.Counters64 != nil, ZeroCopy: p.ZeroCopy != nil, TOS: p.TOS,
+		Counters64: p.Counters64 != nil, ZeroCopy: nonZero(p.ZeroCopy), SkipRxCopy: nonZero(p.SkipRxCopy), TOS: p.TOS,
 	}
 	if a := p.ServerAffinity; a != nil {
 		// A CPU number as the kernel counts them (perf checks the same
@@ -461,7 +471,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		// iperf3 sends the UDP rate always (-b 0 omits it: unlimited),
 		// and its TCP options only when set.
 		cfg.Protocol = model.UDP
-		cfg.Congestion, cfg.MSS, cfg.NoDelay, cfg.ZeroCopy = "", 0, false, false
+		cfg.Congestion, cfg.MSS, cfg.NoDelay, cfg.ZeroCopy, cfg.SkipRxCopy = "", 0, false, false, false
 	}
 	if p.BlockCount > 0 {
 		// -k: a count of writes of -l bytes each, per direction.

@@ -60,10 +60,15 @@ type TestConfig struct {
 	NoDelay    bool          `json:"no_delay,omitempty"`
 	// ZeroCopy makes TCP senders hand the kernel their block with
 	// sendfile(2) instead of copying it with write(2) (iperf3's -Z).
-	ZeroCopy bool          `json:"zerocopy,omitempty"`
-	Interval time.Duration `json:"interval_ns"`
-	Omit     time.Duration `json:"omit_ns,omitempty"`
-	FQRate   Bitrate       `json:"fq_rate,omitempty"` // per-stream SO_MAX_PACING_RATE
+	ZeroCopy bool `json:"zerocopy,omitempty"`
+	// SkipRxCopy makes TCP receivers read with MSG_TRUNC: the kernel
+	// counts the bytes and discards them without copying them to the
+	// application (iperf3 3.19's --skip-rx-copy). A server older than
+	// this field ignores it and copies.
+	SkipRxCopy bool          `json:"skip_rx_copy,omitempty"`
+	Interval   time.Duration `json:"interval_ns"`
+	Omit       time.Duration `json:"omit_ns,omitempty"`
+	FQRate     Bitrate       `json:"fq_rate,omitempty"` // per-stream SO_MAX_PACING_RATE
 	// Bitrate makes each sending stream's application write at most this
 	// fast (iperf3's -b for TCP): an application-limited sender.
 	Bitrate Bitrate `json:"bitrate,omitempty"`

@@ -113,8 +113,8 @@ func Normalize(c *model.TestConfig) error {
 		switch {
 		case c.Length < MinUDPLength || c.Length > MaxUDPLength:
 			return errorf(CodeBadConfig, fmt.Sprintf("use -l between %d and %d bytes for UDP", MinUDPLength, MaxUDPLength), "datagram length %d B out of range", c.Length)
-		case c.Congestion != "" || c.MSS != 0 || c.NoDelay || c.ZeroCopy:
-			return errorf(CodeBadConfig, "drop -C, -M, -N and -Z with -u", "congestion control, MSS, no-delay and zero-copy sending are TCP options")
+		case c.Congestion != "" || c.MSS != 0 || c.NoDelay || c.ZeroCopy || c.SkipRxCopy:
+			return errorf(CodeBadConfig, "drop -C, -M, -N, -Z and --skip-rx-copy with -u", "congestion control, MSS, no-delay, zero-copy sending and skip-rx-copy are TCP options")
 		case c.ReadRate != 0:
 			return errorf(CodeBadConfig, "drop --read-rate with -u", "--read-rate is a TCP test (a slow reader closes the window)")
 		}

@@ -635,9 +635,17 @@ func (e *End) receive(s *Stream) error {
 		// the end drainReceivers set then stands.)
 		e.setReadDeadline(s.conn, first)
 	}
+	read := s.conn.Read
+	if e.cfg.SkipRxCopy {
+		tr, err := truncReader(s.conn)
+		if err != nil {
+			return err
+		}
+		read = tr
+	}
 	var last time.Duration // the latest read that returned data
 	for {
-		n, err := s.conn.Read(buf)
+		n, err := read(buf)
 		if n > 0 {
 			last = e.since()
 		}

@@ -7,8 +7,8 @@ import (
 	"os"
 )
 
-// zeroCopy sends a sender's block with sendfile(2) from a memory file that
-// holds it, as iperf3's -Z does: the kernel takes the file's pages into
+// zeroCopy sends a sender's block with sendfile(2) from a file that holds
+// it (blockFile), as iperf3's -Z does: the kernel takes the file's pages into
 // the socket, and the application copies nothing per write. Each stream
 // has its own, as sendfile moves the file's offset.
 type zeroCopy struct {
