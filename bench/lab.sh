@@ -18,6 +18,8 @@ done
 command -v iperf3 >/dev/null || { echo "bench/lab.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 export PATH=$PWD/bin:$PATH
+source bench/machine.sh
+record lab  # bench/results/lab.md, the machine first
 prof=$(mktemp)
 trap 'rm -f "$prof"' EXIT
 cat >"$prof" <<'TOML'
