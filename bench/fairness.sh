@@ -6,14 +6,16 @@
 # clients' received rates, the slowest and fastest, and the servers' CPU
 # seconds per GB moved. Loopback only; stops only the processes it
 # started, by PID. See docs/BENCHMARKS.md.
-#   bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R]
+#   bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R] [-b BINARY]
 # -k tcpscope: the clients are `tcpscope test` (against iperf3 -s it
-# speaks iperf3's protocol); -R: the servers send.
+# speaks iperf3's protocol); -R: the servers send; -b: a tcpscope binary
+# built elsewhere (another commit's, for a before and after) instead of
+# this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/machine.sh
-clients=64 rounds=3 secs=8 len="" kind=iperf3 rev=""
-while getopts "c:r:t:l:k:R" o; do
+clients=64 rounds=3 secs=8 len="" kind=iperf3 rev="" ts=bin/tcpscope
+while getopts "c:r:t:l:k:Rb:" o; do
   case $o in
     c) clients=$OPTARG ;;
     r) rounds=$OPTARG ;;
@@ -21,12 +23,13 @@ while getopts "c:r:t:l:k:R" o; do
     l) len=$OPTARG ;;
     k) kind=$OPTARG ;;
     R) rev=-R ;;
-    *) echo "usage: bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R]" >&2; exit 2 ;;
+    b) ts=$OPTARG ;;
+    *) echo "usage: bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R] [-b BINARY]" >&2; exit 2 ;;
   esac
 done
 command -v iperf3 >/dev/null || { echo "bench/fairness.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "bench/fairness.sh: python3 missing" >&2; exit 1; }
-CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
+[ "$ts" != bin/tcpscope ] || CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 out=bench/results
 mkdir -p "$out"
 work=$(mktemp -d)
@@ -42,7 +45,7 @@ trap cleanup EXIT
 
 # The server's defaults admit a few tests per client address; every
 # client here is 127.0.0.1, so the bounds are raised above the count.
-bin/tcpscope server --listen 127.0.0.1:$tport --max-tests $((clients + 8)) \
+"$ts" server --listen 127.0.0.1:$tport --max-tests $((clients + 8)) \
   --max-tests-per-address $((clients + 8)) --max-pending-per-address $((clients * 2 + 8)) \
   --max-pending $((clients * 2 + 8)) --max-total-streams $((clients * 2 + 8)) >"$work/ts.log" 2>&1 &
 tspid=$!; pids+=("$tspid")
@@ -67,7 +70,7 @@ round() {
   for i in $(seq 0 $((clients - 1))); do
     if [ "$target" = tcpscope ]; then port=$tport; else port=$((base + i)); fi
     if [ "$kind" = tcpscope ]; then
-      bin/tcpscope test "127.0.0.1:$port" -t "$secs" ${len:+-l "$len"} $rev --json >"$work/$target.$n.$i.json" 2>/dev/null & cp+=($!)
+      "$ts" test "127.0.0.1:$port" -t "$secs" ${len:+-l "$len"} $rev --json >"$work/$target.$n.$i.json" 2>/dev/null & cp+=($!)
     else
       iperf3 -c 127.0.0.1 -p "$port" -t "$secs" ${len:+-l "$len"} $rev -J >"$work/$target.$n.$i.json" 2>&1 & cp+=($!)
     fi

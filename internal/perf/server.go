@@ -74,6 +74,9 @@ type Server struct {
 	policy  *limits.Table
 	mu      sync.Mutex
 	running map[string]*serverTest // by cookie
+	// share counts the streams of all running tests moving bytes, for
+	// GOMAXPROCS to follow them (fair.go).
+	share fairShare
 	// protocols are the ones served beside the native one (Handle).
 	protocols []Protocol
 	// udpTurn is, per client address, the one test whose UDP hellos
@@ -783,6 +786,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 			cancel()
 		}
 	})
+	e.share = &s.share
 	e.hardStop = t.class.MaxDuration
 	e.readCap = readCap
 	if readCap > 0 {
