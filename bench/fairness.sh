@@ -67,14 +67,24 @@ cpu() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc
 round() {
   local target=$1 n=$2 c0 cp=() i port
   if [ "$target" = tcpscope ]; then c0=$(cpu "$tspid"); else c0=$(cpu "${ipids[@]}"); fi
+  # The clients start together: each waits for a line on a pipe held
+  # open here, and the lines are written once all of them wait (forking
+  # 64 clients one by one on a loaded machine spreads their starts over a
+  # second or more, and a test alone for part of its time is fast).
+  rm -f "$work/go" "$work"/ready.*; mkfifo "$work/go"; exec 9<>"$work/go"
   for i in $(seq 0 $((clients - 1))); do
     if [ "$target" = tcpscope ]; then port=$tport; else port=$((base + i)); fi
     if [ "$kind" = tcpscope ]; then
-      "$ts" test "127.0.0.1:$port" -t "$secs" ${len:+-l "$len"} $rev --json >"$work/$target.$n.$i.json" 2>/dev/null & cp+=($!)
+      { : >"$work/ready.$i"; read -r _ <"$work/go"
+        exec "$ts" test "127.0.0.1:$port" -t "$secs" ${len:+-l "$len"} $rev --json >"$work/$target.$n.$i.json" 2>/dev/null; } & cp+=($!)
     else
-      iperf3 -c 127.0.0.1 -p "$port" -t "$secs" ${len:+-l "$len"} $rev -J >"$work/$target.$n.$i.json" 2>&1 & cp+=($!)
+      { : >"$work/ready.$i"; read -r _ <"$work/go"
+        exec iperf3 -c 127.0.0.1 -p "$port" -t "$secs" ${len:+-l "$len"} $rev -J >"$work/$target.$n.$i.json" 2>&1; } & cp+=($!)
     fi
   done
+  for _ in $(seq 600); do [ "$(ls "$work" | grep -c '^ready\.')" -ge "$clients" ] && break; sleep 0.05; done
+  for i in $(seq "$clients"); do echo; done >&9
+  exec 9>&-
   for p in "${cp[@]}"; do wait "$p" || true; done
   if [ "$target" = tcpscope ]; then echo $(($(cpu "$tspid") - c0)) >"$work/$target.$n.cpu"
   else echo $(($(cpu "${ipids[@]}") - c0)) >"$work/$target.$n.cpu"; fi
