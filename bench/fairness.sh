@@ -6,16 +6,16 @@
 # clients' received rates, the slowest and fastest, and the servers' CPU
 # seconds per GB moved. Loopback only; stops only the processes it
 # started, by PID. See docs/BENCHMARKS.md.
-#   bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R] [-b BINARY]
+#   bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R] [-b BINARY] [-K DIR]
 # -k tcpscope: the clients are `tcpscope test` (against iperf3 -s it
 # speaks iperf3's protocol); -R: the servers send; -b: a tcpscope binary
 # built elsewhere (another commit's, for a before and after) instead of
-# this tree's.
+# this tree's; -K: keep every client's JSON document in DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/machine.sh
-clients=64 rounds=3 secs=8 len="" kind=iperf3 rev="" ts=bin/tcpscope
-while getopts "c:r:t:l:k:Rb:" o; do
+clients=64 rounds=3 secs=8 len="" kind=iperf3 rev="" ts=bin/tcpscope keep=""
+while getopts "c:r:t:l:k:Rb:K:" o; do
   case $o in
     c) clients=$OPTARG ;;
     r) rounds=$OPTARG ;;
@@ -24,7 +24,8 @@ while getopts "c:r:t:l:k:Rb:" o; do
     k) kind=$OPTARG ;;
     R) rev=-R ;;
     b) ts=$OPTARG ;;
-    *) echo "usage: bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R] [-b BINARY]" >&2; exit 2 ;;
+    K) keep=$OPTARG ;;
+    *) echo "usage: bench/fairness.sh [-c CLIENTS] [-r ROUNDS] [-t SECONDS] [-l LENGTH] [-k iperf3|tcpscope] [-R] [-b BINARY] [-K DIR]" >&2; exit 2 ;;
   esac
 done
 command -v iperf3 >/dev/null || { echo "bench/fairness.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
@@ -39,6 +40,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$work"/*.json "$keep"/ 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
