@@ -125,9 +125,6 @@ type End struct {
 	// that wait arrive after stop, and their time counts with them.
 	toldEnd   atomic.Pointer[time.Time]
 	intervals []model.Interval
-	// share is the server's count of streams moving bytes (fair.go); nil
-	// at a client's end.
-	share *fairShare
 
 	// Per-stream state at the omit boundary and peaks, owned by the
 	// sampler; omitBytes is read while the streams run too (awaitCounts).
@@ -365,7 +362,6 @@ func (e *End) run(ctx context.Context) error {
 	for _, s := range e.streams {
 		wg.Go(func() {
 			defer close(s.done)
-			defer e.share.join()() // a server's streams share the CPUs fairly (fair.go)
 			switch {
 			case s.udp != nil && s.role == model.Sender:
 				s.err = e.sendUDP(s)

@@ -21,7 +21,9 @@ import (
 // does among 64 processes: Jain 0.97–0.99 over the same rounds, at no
 // more CPU per byte (docs/BENCHMARKS.md). A test's own few streams
 // (up to fairFloor) are left to the runtime's default, so a single
-// test runs as before.
+// test runs as before. Streams count from their test's admission, so
+// the Ps are there before the bytes move and while later tests'
+// handshakes run.
 
 const (
 	// fairFloor is the most streams the default GOMAXPROCS serves before
@@ -32,8 +34,9 @@ const (
 	fairCeiling = 256
 )
 
-// fairShare counts a server's streams moving bytes, across all its
-// tests, and raises GOMAXPROCS to a power of two at least their number
+// fairShare counts the streams of a server's admitted tests, from
+// admission (so that the threads are there before the bytes move and
+// while later tests' handshakes run) to release, and raises GOMAXPROCS to a power of two at least their number
 // while they are more than fairFloor and the CPUs; when they are fewer
 // again it gives the runtime its default back. A GOMAXPROCS set in the
 // environment is the user's and is left alone. The zero value is ready;
@@ -50,20 +53,23 @@ type fairShare struct {
 	userSet func() bool
 }
 
-// join counts a stream in; the returned function counts it out.
-func (f *fairShare) join() (leave func()) {
+// join counts n streams in; the returned function counts them out (once).
+func (f *fairShare) join(n int) (leave func()) {
 	if f == nil {
 		return func() {}
 	}
 	f.mu.Lock()
-	f.streams++
+	f.streams += n
 	f.fit()
 	f.mu.Unlock()
+	var once sync.Once
 	return func() {
-		f.mu.Lock()
-		f.streams--
-		f.fit()
-		f.mu.Unlock()
+		once.Do(func() {
+			f.mu.Lock()
+			f.streams -= n
+			f.fit()
+			f.mu.Unlock()
+		})
 	}
 }
 

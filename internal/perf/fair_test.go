@@ -32,13 +32,13 @@ func TestFairShareFollowsStreams(t *testing.T) {
 	f := p.share()
 	var leaves []func()
 	for range fairFloor {
-		leaves = append(leaves, f.join())
+		leaves = append(leaves, f.join(1))
 	}
 	if p.cur != 2 || p.sets != 0 {
 		t.Fatalf("%d streams: GOMAXPROCS %d after %d sets, want the default 2 untouched", fairFloor, p.cur, p.sets)
 	}
 	for range 64 - fairFloor {
-		leaves = append(leaves, f.join())
+		leaves = append(leaves, f.join(1))
 	}
 	if p.cur != 64 {
 		t.Fatalf("64 streams: GOMAXPROCS %d, want 64", p.cur)
@@ -66,7 +66,7 @@ func TestFairShareLeavesUsersSetting(t *testing.T) {
 	p := &fakeProcs{def: 2, cur: 3, env: true}
 	f := p.share()
 	for range 100 {
-		defer f.join()()
+		defer f.join(1)()
 	}
 	if p.cur != 3 || p.sets != 0 {
 		t.Errorf("GOMAXPROCS from the environment: now %d after %d sets, want 3 untouched", p.cur, p.sets)
@@ -76,5 +76,5 @@ func TestFairShareLeavesUsersSetting(t *testing.T) {
 // TestFairShareNil: a client's end has no share, and joining it is free.
 func TestFairShareNil(t *testing.T) {
 	var f *fairShare
-	f.join()()
+	f.join(1)()
 }

@@ -185,7 +185,6 @@ func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, writeLength mo
 	}
 	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
 	e.setOptions(o)
-	e.share = &t.s.share
 	e.hardStop = t.t.class.MaxDuration
 	e.readCap = readCap
 	if readCap > 0 {
