@@ -8,7 +8,7 @@ export CGO_ENABLED := 0
 PREFIX  ?= /usr/local
 DESTDIR ?=
 
-.PHONY: all build demo demo-loopback test check setup vet fuzz bench soak clean man install
+.PHONY: all build demo demo-loopback test check setup bench-setup vet fuzz bench soak clean man install
 
 all: build
 
@@ -91,8 +91,20 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzVerify -fuzztime 30s ./internal/token
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./internal/sockdiag/inetdiag
 
-bench: build setup
+# The benchmarks' other peers: iperf2 (Debian's iperf, 2.1.8) and nuttcp,
+# installed only when missing, and only as root on apt systems.
+bench-setup: setup
+	@missing=""; for t in iperf:iperf nuttcp:nuttcp; do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "bench-setup: installing$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null; \
+	  else echo "bench-setup: missing$$missing (install them as root; their rows are left out)"; fi; \
+	fi
+
+bench: build bench-setup
 	bash bench/run.sh
+	bash bench/fairness.sh
 	bash bench/watch.sh
 	bash bench/iperf3.sh
 	@if [ "$$(id -u)" = 0 ]; then bash bench/lab.sh && bash bench/diagnose.sh; else echo "bench: the lab benchmarks need root"; fi

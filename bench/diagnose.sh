@@ -18,6 +18,8 @@ done
 command -v iperf3 >/dev/null || { echo "bench/diagnose.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 export PATH=$PWD/bin:$PATH
+source bench/machine.sh
+record diagnose  # bench/results/diagnose.md, the machine first
 
 out=$(printf '%s\nexit\n' "
 pf=\$(mktemp); ip netns exec \$NS_B iperf3 -s -D -B \$B -p 5202 -I \$pf >/dev/null 2>&1

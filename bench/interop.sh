@@ -15,17 +15,19 @@ while getopts "r:o:" o; do
 done
 command -v iperf3 >/dev/null || { echo "bench/interop.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
+source bench/machine.sh
+record interop  # bench/results/interop.md, the machine first
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 go run ./bench/interop -tcpscope bin/tcpscope -rounds "$rounds" -only "$only" >"$out"
 cat "$out"
 if [ -z "$only" ]; then
   # Replace what lies between the markers with this run's tables.
-  python3 - "$out" "$rounds" <<'PY'
+  python3 - "$out" "$rounds" "$(machine_line)" <<'PY'
 import sys, datetime, subprocess
 table = open(sys.argv[1]).read().strip()
 ver = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 kernel = subprocess.run(["uname", "-r"], capture_output=True, text=True).stdout.strip()
-head = f"Run {datetime.date.today()}, {sys.argv[2]} rounds, {ver}, kernel {kernel}, `bash bench/interop.sh`.\n\n"
+head = f"Run {datetime.date.today()}, {sys.argv[2]} rounds, {ver}, kernel {kernel}, `bash bench/interop.sh`.\n{sys.argv[3]}\n\n"
 doc = open("docs/INTEROP.md").read()
 a, b = "<!-- results: bench/interop.sh writes below -->", "<!-- results end -->"
 i, j = doc.index(a) + len(a), doc.index(b)

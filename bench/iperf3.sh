@@ -15,6 +15,8 @@ while getopts "r:t:" o; do
 done
 command -v iperf3 >/dev/null || { echo "bench/iperf3.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
+source bench/machine.sh
+record iperf3  # bench/results/iperf3.md, the machine first
 bin/tcpscope server --listen 127.0.0.1:5411 >/dev/null 2>&1 & ts=$!
 iperf3 -s -B 127.0.0.1 -p 5412 >/dev/null 2>&1 & is=$!
 trap 'kill $ts $is 2>/dev/null || true' EXIT

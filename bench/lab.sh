@@ -20,6 +20,8 @@ done
 command -v iperf3 >/dev/null || { echo "bench/lab.sh: iperf3 missing (make setup installs it)" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 export PATH=$PWD/bin:$PATH
+source bench/machine.sh
+record lab  # bench/results/lab.md, the machine first
 prof=$(mktemp)
 # The veth pair: two namespaces of our own (named by this script's PID),
 # 198.18.0.0/30 (RFC 2544's benchmarking range), and a tcpscope and an

@@ -5,6 +5,7 @@
 # Prints a Markdown table and writes it to bench/results/latest.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/machine.sh
 
 runs=9 secs=5 clients=64
 while getopts "n:t:c:" o; do
@@ -42,6 +43,55 @@ tscope() { python3 bench/measure.py $tpid "$ts" test 127.0.0.1:$tport -t "$secs"
 # A stock iperf3 client against tcpscope's server.
 iperf_ts() { python3 bench/measure.py $tpid iperf3 -c 127.0.0.1 -p $tport -t "$secs" -J "$@"; }
 
+# The other peers of the single-stream case (issue 15): iperf2 2.1.8 and
+# nuttcp, each with its defaults and at 128 KiB writes, in the same
+# rounds as the cases above, in an order that rotates each round. A tool
+# not installed is left out (make bench's setup installs both as root).
+i2port=5314 nport=5315
+peers=()
+start_peers() {
+  if type -P iperf >/dev/null; then
+    command iperf -s -B 127.0.0.1 -p $i2port >/dev/null 2>&1 & pids+=($!)
+    peers+=(iperf2)
+  fi
+  if command -v nuttcp >/dev/null; then
+    # --nofork: the server stays the process started here, stopped by PID.
+    nuttcp -S --nofork -P $nport -p $((nport + 1)) >/dev/null 2>&1 & pids+=($!)
+    peers+=(nuttcp nuttcp128)
+  fi
+  [ ${#peers[@]} = 0 ] || peers+=(tcpscope128 iperf3)
+  local port
+  for port in $i2port $nport; do
+    for _ in $(seq 100); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.05; done
+  done
+}
+# peer WHO: one single-stream measurement, its rate in bit/s. iperf2's
+# default write is 128 KiB, so its defaults are the equal-size row too;
+# its client reports bytes written over its time (-y C's last field).
+# nuttcp's default write is 64 KiB; its report (-fparse) is in Mbit/s.
+peer() {
+  case $1 in
+    iperf2) command iperf -c 127.0.0.1 -p $i2port -t "$secs" -y C | awk -F, 'END {print $NF}' ;;
+    nuttcp) nuttcp -T"$secs" -P $nport -p $((nport + 1)) -fparse 127.0.0.1 |
+      sed -n 's/.*rate_Mbps=\([0-9.]*\).*/\1/p' | awk '{printf "%.0f\n", $1 * 1e6}' ;;
+    nuttcp128) nuttcp -T"$secs" -l128k -P $nport -p $((nport + 1)) -fparse 127.0.0.1 |
+      sed -n 's/.*rate_Mbps=\([0-9.]*\).*/\1/p' | awk '{printf "%.0f\n", $1 * 1e6}' ;;
+    tcpscope128) tscope -l 128K | cut -f1 ;; # measure.py's first field: the rate
+    iperf3) iperf | cut -f1 ;;
+  esac
+}
+peers_round() {
+  local n=${#peers[@]} k who v
+  [ "$n" = 0 ] && return
+  for k in $(seq 0 $((n - 1))); do
+    who=${peers[$(((k + $1) % n))]}
+    v=$(peer "$who")
+    printf 'peers\t%s\t%s\t%s\n' "$who" "$1" "$v" >>"$raw"
+  done
+}
+start_peers
+
+
 # Each case pairs two commands; a run measures both, alternating which goes
 # first, so drift in the machine's state (other load, thermal, page cache)
 # hits both alike.
@@ -67,6 +117,7 @@ for i in $(seq 1 "$runs"); do
       printf '%s\t%s\t%s\t%s\n' "$case" "$which" "$i" "$v" >>"$raw"
     done
   done
+  peers_round "$i"
 done
 
 # Server memory with many concurrent single-stream tests: a fresh server,
@@ -89,7 +140,8 @@ printf 'memory\tfailed\t1\t%s\t0\t0\t0\n' "$failed" >>"$raw"
 tick=$(go test -run XXX -bench IntervalTick -benchtime 20000x ./internal/perf | awk '/^BenchmarkIntervalTick/ {print $3}')
 printf 'tick\tns\t1\t%s\t0\t0\t0\n' "$tick" >>"$raw"
 
-python3 - "$raw" "$runs" "$secs" "$clients" <<'PY' | tee "$out/latest.md"
+machine_line | tee "$out/latest.md"
+python3 - "$raw" "$runs" "$secs" "$clients" <<'PY' | tee -a "$out/latest.md"
 import statistics, sys, collections, subprocess
 raw, runs, secs, clients = sys.argv[1], *sys.argv[2:]
 v = collections.defaultdict(list)
@@ -136,10 +188,33 @@ for case, label, _ in rows:
     print(f"| {label} | {ca:.3f} | {cb:.3f} | {ca/cb:.2f} | {sa:.3f} | {sb:.3f} | {sa/sb:.2f} |")
 print("\nEvery run, Gbit/s (A = tcpscope, or -i 0.01 for sampling; B = the peer, or -i 1):")
 for (case, who), xs in sorted(v.items()):
-    if case not in ("memory", "tick"):
+    if case not in ("memory", "tick", "peers"):
         print(f"- {case} {who}: " + ", ".join(f"{x/1e9:.2f}" for x in xs))
 PY
 
 # UDP at full speed against iperf3 (its own servers, stopped by PID).
 echo
 bench/udp.sh -n "$runs" -t "$secs" -b "$ts" | tee -a "$out/latest.md"
+# The other peers' table: each tool's median single-stream rate and its
+# ratio to tcpscope's, from the same rounds.
+python3 - "$raw" <<'PY' | tee -a "$out/latest.md"
+import statistics, sys, collections
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    case, who, _, x = line.rstrip("\n").split("\t")
+    if case == "peers" and x:
+        v[who].append(float(x))
+if v:
+    names = {"tcpscope128": "tcpscope -l 128K", "iperf3": "iperf3 3.12, defaults (128 KiB)",
+             "iperf2": "iperf2, defaults (128 KiB writes)", "nuttcp": "nuttcp, defaults (64 KiB writes)",
+             "nuttcp128": "nuttcp -l128k"}
+    ref = statistics.median(v["tcpscope128"]) if v["tcpscope128"] else None
+    print("\nSingle stream against other peers, rounds interleaved (order rotating), medians:\n")
+    print("| tool | Gbit/s | tcpscope -l 128K / tool | runs, Gbit/s |")
+    print("|---|---|---|---|")
+    for who in ("tcpscope128", "iperf3", "iperf2", "nuttcp", "nuttcp128"):
+        if v[who]:
+            m = statistics.median(v[who])
+            r = f"{ref / m:.3f}" if ref else ""
+            print(f"| {names[who]} | {m/1e9:.2f} | {r} | " + ", ".join(f"{x/1e9:.2f}" for x in v[who]) + " |")
+PY

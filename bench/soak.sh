@@ -7,3 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 go run ./bench/soak -tcpscope bin/tcpscope -duration "${SOAK_DURATION:-20m}" -out bench/results/soak
+# The machine it ran on, first in the summary.
+source bench/machine.sh
+sum=bench/results/soak/summary.md
+if [ -f "$sum" ]; then { machine_line; echo; cat "$sum"; } >"$sum.new" && mv "$sum.new" "$sum"; fi

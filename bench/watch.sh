@@ -17,6 +17,8 @@ done
 command -v ss >/dev/null || { echo "bench/watch.sh: ss (iproute2) missing" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 go build -o bin/conns ./bench/conns
+source bench/machine.sh
+record watch  # bench/results/watch.md, the machine first
 work=$(mktemp -d)
 cleanup() { exec 3>&- 4>&- 2>/dev/null || true; kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT

@@ -74,6 +74,9 @@ type Server struct {
 	policy  *limits.Table
 	mu      sync.Mutex
 	running map[string]*serverTest // by cookie
+	// share counts the streams of all admitted tests, for GOMAXPROCS to
+	// follow them (fair.go).
+	share fairShare
 	// protocols are the ones served beside the native one (Handle).
 	protocols []Protocol
 	// udpTurn is, per client address, the one test whose UDP hellos
@@ -178,7 +181,10 @@ func (d dataConn) close() {
 type serverTest struct {
 	cookie []byte
 	nconn  int
-	data   chan dataConn
+	// unshare gives the test's streams back to the server's fair share
+	// (fair.go) when it is released.
+	unshare func()
+	data    chan dataConn
 	// full is set, under Server.mu, once every stream has arrived; later
 	// connections with the same cookie are closed, not queued.
 	full bool
@@ -520,6 +526,7 @@ func (s *Server) admit(t *serverTest) error {
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
+	t.unshare = s.share.join(t.nconn)
 	s.served = s.OneTest
 	s.stopIdleLocked()
 	for i, k := range t.keys {
@@ -592,6 +599,9 @@ func (s *Server) udpPeersOf(t *serverTest) []string {
 func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
+	if t.unshare != nil {
+		t.unshare()
+	}
 	for _, k := range t.keys {
 		delete(s.byKey, string(k))
 	}
