@@ -112,27 +112,8 @@ func tcpColumns(spanWidth int) []column {
 			}
 			return dash
 		}},
-		{head: "Received", width: 12, cell: func(t *Text, r *row) string {
-			if r.sum != nil {
-				return t.optRate(r.sum.received, r.sum.rcvSeen)
-			}
-			if r.rcv == nil {
-				return dash
-			}
-			return t.rate(r.rcv.Rate)
-		}},
-		{head: "Transfer", width: 9, rank: 4, cell: func(_ *Text, r *row) string {
-			if r.sum != nil {
-				if r.sum.rcvSeen == 0 {
-					return dash
-				}
-				return r.sum.bytes.V.Decimal()
-			}
-			if r.rcv == nil {
-				return dash
-			}
-			return r.rcv.Bytes.Decimal()
-		}},
+		receivedColumn(),
+		transferColumn(4),
 		{head: "Retr", width: 4, cell: func(_ *Text, r *row) string {
 			if r.sum != nil {
 				if r.sum.sndSeen == 0 {
@@ -205,6 +186,35 @@ func tcpColumns(spanWidth int) []column {
 	}
 }
 
+// receivedColumn is the receiver's rate, a TCP and a UDP table's alike.
+func receivedColumn() column {
+	return column{head: "Received", width: 12, cell: func(t *Text, r *row) string {
+		if r.sum != nil {
+			return t.optRate(r.sum.received, r.sum.rcvSeen)
+		}
+		if r.rcv == nil {
+			return dash
+		}
+		return t.rate(r.rcv.Rate)
+	}}
+}
+
+// transferColumn is the bytes received, shown from rank on.
+func transferColumn(rank int) column {
+	return column{head: "Transfer", width: 9, rank: rank, cell: func(_ *Text, r *row) string {
+		if r.sum != nil {
+			if r.sum.rcvSeen == 0 {
+				return dash
+			}
+			return r.sum.bytes.V.Decimal()
+		}
+		if r.rcv == nil {
+			return dash
+		}
+		return r.rcv.Bytes.Decimal()
+	}}
+}
+
 // udpColumns are the interval table's columns for a UDP test.
 func udpColumns(spanWidth int) []column {
 	return []column{
@@ -218,27 +228,8 @@ func udpColumns(spanWidth int) []column {
 			}
 			return t.rate(r.snd.Rate)
 		}},
-		{head: "Received", width: 12, cell: func(t *Text, r *row) string {
-			if r.sum != nil {
-				return t.optRate(r.sum.received, r.sum.rcvSeen)
-			}
-			if r.rcv == nil {
-				return dash
-			}
-			return t.rate(r.rcv.Rate)
-		}},
-		{head: "Transfer", width: 9, rank: 1, cell: func(_ *Text, r *row) string {
-			if r.sum != nil {
-				if r.sum.rcvSeen == 0 {
-					return dash
-				}
-				return r.sum.bytes.V.Decimal()
-			}
-			if r.rcv == nil {
-				return dash
-			}
-			return r.rcv.Bytes.Decimal()
-		}},
+		receivedColumn(),
+		transferColumn(1),
 		{head: "Datagrams", width: 9, cell: func(_ *Text, r *row) string {
 			if d := sentOf(r); d != nil {
 				return fmt.Sprint(d.Packets)
