@@ -182,22 +182,10 @@ func TestWatchFollowsTheBusiestMatch(t *testing.T) {
 func TestWatchFollowsTheBusiestOfThree(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := discardListener(t, &wg)
 	defer ln.Close()
 	stop := make(chan struct{})
 	defer close(stop)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { defer c.Close(); io.Copy(io.Discard, c) })
-		}
-	})
 	// Slowest first: 1, 8 and 64 KiB every 2 ms.
 	var ends []net.Addr
 	for _, size := range []int{1 << 10, 8 << 10, 64 << 10} {
@@ -314,22 +302,10 @@ func TestWatchGoesOnWithAnotherBusyMatch(t *testing.T) {
 	// Everything started here ends before the test does.
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := discardListener(t, &wg)
 	defer ln.Close()
 	stop := make(chan struct{})
 	defer close(stop)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { defer c.Close(); io.Copy(io.Discard, c) })
-		}
-	})
 	conns := map[int]net.Conn{}
 	for range 2 {
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -543,4 +519,24 @@ func TestWatchFollowWidth(t *testing.T) {
 	if long <= 80 || !strings.Contains(wide, "minRTT") {
 		t.Errorf("at 200 columns no wider rows (widest %d):\n%s", long, wide)
 	}
+}
+
+// discardListener is a loopback listener whose connections are read and
+// discarded, on wg's goroutines, until it is closed and they are.
+func discardListener(t *testing.T, wg *sync.WaitGroup) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { defer c.Close(); io.Copy(io.Discard, c) })
+		}
+	})
+	return ln
 }

@@ -119,22 +119,10 @@ func TestWatchPicker(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := discardListener(t, &wg)
 	defer ln.Close()
 	stop := make(chan struct{})
 	defer close(stop)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Go(func() { defer c.Close(); io.Copy(io.Discard, c) })
-		}
-	})
 	// A fast transfer and a slow one, 64 times slower.
 	var ends []string
 	for _, size := range []int{64 << 10, 1 << 10} {
