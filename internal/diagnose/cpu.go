@@ -346,7 +346,11 @@ func cpuFinding(v *view, run *model.Run, c, o endCPU, oOK bool, kernel []model.E
 	default:
 		f.Effect = "every CPU the end may use was busy: only less work per byte (or a faster host) raises the rate"
 	}
-	if c.role == model.Sender && !run.Config.ZeroCopy {
+	// Over loopback the kernel copies a sendfile'd page into the
+	// receiving socket anyway: -Z measured 0.20 CPU-s per GB sent
+	// against 0.18 for write(2) there (docs/BENCHMARKS.md), so it is
+	// advised only where a network interface takes the pages.
+	if c.role == model.Sender && !run.Config.ZeroCopy && !v.local {
 		fixes = append(fixes, model.Fix{Where: "application", Kind: "tcpscope", Command: "tcpscope test -Z: the sender hands the kernel its block with sendfile(2) instead of copying it"})
 	}
 	if l := run.Config.Length; l > 0 && l < model.MiB {

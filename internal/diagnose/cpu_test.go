@@ -65,6 +65,22 @@ func TestCPUBound(t *testing.T) {
 				t.Errorf("fixes %q: want -Z and -P 2", fixText(f))
 			}
 		}},
+		{name: "the same sender over loopback", base: "sender-app-limited", setup: func(r *model.Run) {
+			r.Config.Bitrate = 0
+			for i := range r.Client.Totals {
+				r.Client.Totals[i].Limited = model.Some(model.Limited{Rwnd: 0.1, Cwnd: 0.25, App: 0.65})
+			}
+			for i := range r.Streams {
+				r.Streams[i].ClientAddr, r.Streams[i].ServerAddr = "127.0.0.1:40000", "127.0.0.1:5201"
+			}
+			withCPU(&r.Client, 99, 2)
+			withCPU(&r.Remote, 10, 2)
+		}, want: model.Sender, side: model.ClientSide, check: func(t *testing.T, f model.Finding) {
+			// Over loopback the kernel copies sendfile's pages anyway.
+			if strings.Contains(fixText(f), "-Z") {
+				t.Errorf("fixes %q: -Z over loopback", fixText(f))
+			}
+		}},
 		{name: "receiver throttled by its cgroup's quota", base: "slow-reader", setup: func(r *model.Run) {
 			r.Config.ReadRate = 0
 			withCPU(&r.Remote, 6, 2)
