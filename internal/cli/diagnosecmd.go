@@ -153,7 +153,7 @@ func diagnoseDirections(f *diagnoseFlags) ([]bool, error) {
 // and the next test runs. err is set only when a test produced no run.
 func diagnoseTests(cmd *cobra.Command, f *diagnoseFlags, addr string, dirs []bool, res *diagnose.Report, say func(string, ...any)) (measured model.Bitrate, testErr, err error) {
 	ctx := cmd.Context()
-	client := &perf.Client{Version: Version, Network: "tcp", SetupWarnings: diagnose.BufferWarnings, Procs: &perf.Procs{}}
+	client := &perf.Client{Version: Version, Network: "tcp", SetupWarnings: diagnose.BufferWarnings}
 	for _, reverse := range dirs {
 		cfg := model.TestConfig{Duration: f.duration, Parallel: f.parallel, Reverse: reverse, Omit: min(time.Second, f.duration/4),
 			Congestion: f.congestion}

@@ -352,7 +352,7 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 // address, access token and TLS.
 func newTestClient(f *testFlags) (*perf.Client, error) {
 	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings,
-		ConnectTimeout: f.connectTimeout, Procs: &perf.Procs{}}
+		ConnectTimeout: f.connectTimeout}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}

@@ -288,7 +288,7 @@ func (t *clientTest) start(ctx context.Context) error {
 // receives), or on interrupt. The server then closes its streams, which
 // ends ours.
 func (t *clientTest) measure(ctx context.Context) error {
-	o := perf.EndOptions{Start: t.running, PeerCloses: true, Procs: t.c.Native.Procs}
+	o := perf.EndOptions{Start: t.running, PeerCloses: true}
 	ender := newEnder(t)
 	if goal := newReadGoal(t.cfg); goal != nil {
 		o.OnRead = func(n int) {

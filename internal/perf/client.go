@@ -30,10 +30,6 @@ type Observer interface {
 // Client runs tests against a tcpscope server.
 type Client struct {
 	Version string
-	// Procs, if set, is the process's (procs.go): the test's TCP streams
-	// are then read and written off Go's poller (blocking_linux.go). Nil:
-	// they stay on it.
-	Procs *Procs
 	// Network is "tcp", "tcp4" or "tcp6".
 	Network string
 	// Bind is the local address of the client's sockets (--bind); the
@@ -279,7 +275,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 
 	e := newEnd(model.ClientSide, cfg, streams, func(iv model.Interval) {
 		observe(func(o Observer) { o.Interval(model.ClientSide, &iv) })
-	}, c.Procs)
+	})
 
 	var remoteMu sync.Mutex
 	var remoteIntervals []model.Interval

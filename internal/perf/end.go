@@ -24,8 +24,8 @@ const finishGrace = 30 * time.Second
 type Stream struct {
 	id   int
 	role model.Role
-	conn tcpConn  // TCP streams
-	udp  *udpFlow // UDP streams, instead
+	conn *net.TCPConn // TCP streams
+	udp  *udpFlow     // UDP streams, instead
 
 	moved atomic.Int64 // application bytes written or read
 
@@ -39,15 +39,6 @@ type Stream struct {
 	// it was not); set by the stream's goroutine, or for an iperf3
 	// client's cut by its ender once the stream is done (End.CutSenders).
 	tail *model.Tail
-}
-
-// tcpConn is a TCP stream's socket: a *net.TCPConn, or on Linux a
-// receiving stream's blockingConn (newEnd).
-type tcpConn interface {
-	net.Conn
-	syscall.Conn
-	CloseWrite() error
-	SetNoDelay(bool) error
 }
 
 // netConn is the stream's socket, TCP or UDP.
@@ -145,7 +136,7 @@ type End struct {
 	maxSndWnd  []model.Opt[model.Bytes]
 }
 
-func newEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval), procs *Procs) *End {
+func newEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval)) *End {
 	e := &End{side: side, cfg: cfg, streams: streams, emit: emit, stopped: make(chan struct{})}
 	// Each end sends one direction at most, so one budget per end serves
 	// a byte count "per direction".
@@ -159,14 +150,6 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(
 				e.payload[i] = byte(i*7 + i>>8)
 			}
 			break
-		}
-	}
-	for _, s := range streams {
-		if s.udp == nil && (s.role == model.Receiver || !cfg.ZeroCopy) {
-			// Reads and writes that block in the kernel
-			// (blocking_linux.go), before any other goroutine can see
-			// the stream; with no procs the stream stays on the poller.
-			s.conn = detach(s.conn, procs)
 		}
 	}
 	n := len(streams)
@@ -445,11 +428,7 @@ func (e *End) send(s *Stream) error {
 			return fmt.Errorf("zero-copy sending: %w", err)
 		}
 		defer zc.Close()
-		rf, ok := s.conn.(io.ReaderFrom)
-		if !ok {
-			return errors.New("zero-copy sending: the socket cannot send from a file")
-		}
-		write = func(b []byte) (int, error) { return zc.send(rf, len(b)) }
+		write = func(b []byte) (int, error) { return zc.send(s.conn, len(b)) }
 	}
 	// A timed test's sender holds its last writes back so that its queue
 	// drains by the planned end (tail.go).
@@ -613,12 +592,14 @@ func (e *End) finalSample(s *Stream) error {
 
 // receive reads to end of file, then half-closes to confirm.
 func (e *End) receive(s *Stream) error {
-	// Reads of 128 KiB, whatever the writes (iperf3's and nuttcp's
-	// default): the buffer stays in the CPU's cache. Measured on loopback
-	// with 128 KiB writes, interleaved: 36.5-43.3 Gbit/s read 128 KiB at a
-	// time, 33.7-38.7 at 256 KiB, 32.6-33.9 at 1 MiB, at no less CPU per
-	// byte; with 1 MiB writes the two sizes ran alike.
-	size := 128 * model.KiB
+	// Reading at least 256 KiB per call saves system calls when data has
+	// piled up; at most 1 MiB, or 256 KiB in tests of many streams, bounds
+	// a server's memory whatever clients ask for.
+	most := model.MiB
+	if len(e.streams) > 8 {
+		most = 256 * model.KiB
+	}
+	size := min(max(e.cfg.Length, 256*model.KiB), most)
 	pace, holds := e.cfg.ReadRate, false
 	if e.readCap > 0 && (pace == 0 || e.readCap < pace) {
 		pace, holds = e.readCap, true
@@ -791,7 +772,7 @@ func (e *End) receive(s *Stream) error {
 // receiverRTT is a receiving socket's RTT by its kernel: the larger of
 // its smoothed RTT (from the handshake, and what it sends) and its
 // receive-side estimate; 0 when it cannot be read.
-func receiverRTT(c syscall.Conn) time.Duration {
+func receiverRTT(c *net.TCPConn) time.Duration {
 	smp, err := tcpinfo.Read(c)
 	if err != nil {
 		return 0
@@ -834,9 +815,9 @@ func (e *End) cut(s *Stream, buf []byte) error {
 // drainQueued hands got what has already arrived on c, without waiting
 // for more, until the queue is empty or, on TCP, end of file. Its
 // caller's reads were cut short by a deadline in the past, which Go
-// checks before it reads: the deadline is cleared, and the socket is read
-// directly with MSG_DONTWAIT (a detached one blocks otherwise) until it
-// would block. A peer that keeps sending cannot hold it past drainLimit.
+// checks before it reads: the deadline is cleared, and the socket (non-
+// blocking, as Go opens all) is read directly until it would block. A
+// peer that keeps sending cannot hold it past drainLimit.
 func drainQueued(c interface {
 	syscall.Conn
 	SetReadDeadline(time.Time) error
@@ -851,7 +832,7 @@ func drainQueued(c interface {
 		var n int
 		var rerr error
 		if err := rc.Read(func(fd uintptr) bool {
-			n, _, rerr = syscall.Recvfrom(int(fd), buf, syscall.MSG_DONTWAIT)
+			n, rerr = syscall.Read(int(fd), buf)
 			return true // never wait for readiness
 		}); err != nil {
 			return fmt.Errorf("drain: %w", err)

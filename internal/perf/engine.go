@@ -3,7 +3,6 @@ package perf
 import (
 	"context"
 	"net"
-	"syscall"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -47,12 +46,7 @@ func (s *Stream) ID() int { return s.id }
 func (s *Stream) Role() model.Role { return s.role }
 
 // TCP is the stream's TCP connection, nil for a UDP stream.
-func (s *Stream) TCP() syscall.Conn {
-	if s.udp != nil || s.conn == nil {
-		return nil
-	}
-	return s.conn
-}
+func (s *Stream) TCP() *net.TCPConn { return s.conn }
 
 // IsUDP says whether the stream carries datagrams.
 func (s *Stream) IsUDP() bool { return s.udp != nil }
@@ -98,15 +92,12 @@ type EndOptions struct {
 	// OnRead, if set, hears of every read of a receiving TCP stream, on
 	// the streams' goroutines.
 	OnRead func(n int)
-	// Procs, if set, is the process's (procs.go): the TCP streams are
-	// then read and written off Go's poller (blocking_linux.go).
-	Procs *Procs
 }
 
 // NewEnd is one side's end of a test on streams; emit receives each
 // interval as it completes.
 func NewEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval), o EndOptions) *End {
-	e := newEnd(side, cfg, streams, emit, o.Procs)
+	e := newEnd(side, cfg, streams, emit)
 	e.setOptions(o)
 	return e
 }

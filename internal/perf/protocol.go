@@ -183,7 +183,7 @@ func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, writeLength mo
 	if writeLength > 0 {
 		ecfg.Length = writeLength
 	}
-	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {}, t.s.procs())
+	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
 	e.setOptions(o)
 	e.hardStop = t.t.class.MaxDuration
 	e.readCap = readCap

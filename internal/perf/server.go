@@ -24,11 +24,6 @@ import (
 // Server serves tests on a listener. Unlike iperf3's server it runs many
 // tests at once, up to Limits.MaxTests.
 type Server struct {
-	// Procs, if set, is the process's (procs.go), shared with anything
-	// else in it that runs tests; nil: the server keeps its own. Either
-	// way the server's TCP streams are read and written off Go's poller
-	// (blocking_linux.go).
-	Procs *Procs
 	// Limits are the same for every client address; Policy, when set,
 	// replaces them with classes of addresses.
 	Limits Limits
@@ -79,8 +74,9 @@ type Server struct {
 	policy  *limits.Table
 	mu      sync.Mutex
 	running map[string]*serverTest // by cookie
-	// share is the server's own Procs, when none is given.
-	share Procs
+	// share counts the streams of all admitted tests, for GOMAXPROCS to
+	// follow them (fair.go).
+	share fairShare
 	// protocols are the ones served beside the native one (Handle).
 	protocols []Protocol
 	// udpTurn is, per client address, the one test whose UDP hellos
@@ -186,7 +182,7 @@ type serverTest struct {
 	cookie []byte
 	nconn  int
 	// unshare gives the test's streams back to the server's fair share
-	// (procs.go) when it is released.
+	// (fair.go) when it is released.
 	unshare func()
 	data    chan dataConn
 	// full is set, under Server.mu, once every stream has arrived; later
@@ -530,7 +526,7 @@ func (s *Server) admit(t *serverTest) error {
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
-	t.unshare = s.procs().join(t.nconn)
+	t.unshare = s.share.join(t.nconn)
 	s.served = s.OneTest
 	s.stopIdleLocked()
 	for i, k := range t.keys {
@@ -721,11 +717,7 @@ func (s *Server) awaitStreams(ctx context.Context, t *serverTest, dirs []model.D
 	streams := make([]*Stream, len(dirs))
 	var unnumbered []dataConn
 	add := func(d dataConn) {
-		st := &Stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), udp: d.udp}
-		if d.conn != nil {
-			st.conn = d.conn // never a nil *net.TCPConn in the interface
-		}
-		streams[d.stream] = st
+		streams[d.stream] = &Stream{id: d.stream, role: model.RoleOf(model.ServerSide, dirs[d.stream]), conn: d.conn, udp: d.udp}
 	}
 	deadline := time.NewTimer(handshakeTimeout)
 	defer deadline.Stop()
@@ -800,7 +792,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 		if !out.add(iv) {
 			cancel()
 		}
-	}, s.procs())
+	})
 	e.hardStop = t.class.MaxDuration
 	e.readCap = readCap
 	if readCap > 0 {
@@ -1041,12 +1033,4 @@ func (s *Server) inNetns(f func() error) error {
 		return f()
 	}
 	return s.InNetns(f)
-}
-
-// procs is the server's Procs: the one it was given, or its own.
-func (s *Server) procs() *Procs {
-	if s.Procs != nil {
-		return s.Procs
-	}
-	return &s.share
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -14,10 +15,7 @@ import (
 // discards them, so the count is the bytes that arrived but none is
 // copied to b. It waits for readiness on Go's poller, so c's read
 // deadline holds as for c.Read.
-func truncReader(c tcpConn) (func(b []byte) (int, error), error) {
-	if b, ok := c.(*blockingConn); ok {
-		return func(p []byte) (int, error) { return b.recv(p, unix.MSG_TRUNC) }, nil
-	}
+func truncReader(c *net.TCPConn) (func(b []byte) (int, error), error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("skip-rx-copy: %w", err)

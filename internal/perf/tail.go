@@ -1,7 +1,7 @@
 package perf
 
 import (
-	"syscall"
+	"net"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
@@ -56,7 +56,7 @@ type ackMark struct {
 // tailGate holds a sender's writes back so that its queue drains by the
 // planned end. Owned by the stream's sending goroutine.
 type tailGate struct {
-	conn syscall.Conn
+	conn *net.TCPConn
 	end  time.Time // the planned end
 	off  bool      // the kernel cannot say: the gate always opens
 
@@ -74,7 +74,7 @@ type tailGate struct {
 	heldQueued int64
 }
 
-func newTailGate(c syscall.Conn, end time.Time) *tailGate {
+func newTailGate(c *net.TCPConn, end time.Time) *tailGate {
 	return &tailGate{conn: c, end: end}
 }
 

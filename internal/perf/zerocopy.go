@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 )
 
@@ -31,7 +32,7 @@ func newZeroCopy(block []byte) (*zeroCopy, error) {
 
 // send sends the block's first n bytes on c. The net package turns a
 // copy from a file into sendfile(2), with c's write deadline.
-func (z *zeroCopy) send(c io.ReaderFrom, n int) (int, error) {
+func (z *zeroCopy) send(c *net.TCPConn, n int) (int, error) {
 	if _, err := z.f.Seek(0, io.SeekStart); err != nil {
 		return 0, fmt.Errorf("rewind the block's file: %w", err)
 	}

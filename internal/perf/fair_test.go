@@ -2,15 +2,15 @@ package perf
 
 import "testing"
 
-// fakeProcs stands for the runtime's GOMAXPROCS in Procs's tests, so
+// fakeProcs stands for the runtime's GOMAXPROCS in fairShare's tests, so
 // they change nothing in the process that runs them.
 type fakeProcs struct {
 	def, cur, sets, resets int
 	env                    bool
 }
 
-func (p *fakeProcs) share() *Procs {
-	return &Procs{
+func (p *fakeProcs) share() *fairShare {
+	return &fairShare{
 		procs: func(n int) int {
 			old := p.cur
 			if n > 0 {
@@ -73,46 +73,8 @@ func TestFairShareLeavesUsersSetting(t *testing.T) {
 	}
 }
 
-// TestFairShareNil: a nil Procs changes nothing, and detaches nothing.
+// TestFairShareNil: a client's end has no share, and joining it is free.
 func TestFairShareNil(t *testing.T) {
-	var f *Procs
+	var f *fairShare
 	f.join(1)()
-	if release, ok := f.hold(); ok || release != nil {
-		t.Error("a nil Procs let a stream be detached")
-	}
-}
-
-// TestProcsDetached: each detached stream adds a P to the default while
-// its socket is open, beside the fair share; a GOMAXPROCS the user set
-// detaches nothing.
-func TestProcsDetached(t *testing.T) {
-	p := &fakeProcs{def: 2, cur: 2}
-	f := p.share()
-	r1, ok1 := f.hold()
-	r2, ok2 := f.hold()
-	if !ok1 || !ok2 || p.cur != 4 {
-		t.Fatalf("two detached streams: GOMAXPROCS %d (held %v %v), want 4", p.cur, ok1, ok2)
-	}
-	leave := f.join(fairFloor + 8) // 16 admitted streams: 16 Ps
-	if p.cur != 16 {
-		t.Errorf("16 admitted streams, 2 detached: GOMAXPROCS %d, want 16", p.cur)
-	}
-	leave()
-	if p.cur != 4 {
-		t.Errorf("the admitted streams gone: GOMAXPROCS %d, want 4", p.cur)
-	}
-	r1()
-	r1() // once
-	if p.cur != 3 {
-		t.Errorf("one detached stream left: GOMAXPROCS %d, want 3", p.cur)
-	}
-	r2()
-	if p.cur != 2 || p.resets != 1 {
-		t.Errorf("none left: GOMAXPROCS %d after %d resets, want the default 2 after 1", p.cur, p.resets)
-	}
-
-	u := &fakeProcs{def: 2, cur: 2, env: true}
-	if _, ok := u.share().hold(); ok || u.sets != 0 {
-		t.Errorf("GOMAXPROCS from the environment: a stream detached, or %d sets", u.sets)
-	}
 }
