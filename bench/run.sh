@@ -147,6 +147,8 @@ raw, runs, secs, clients = sys.argv[1], *sys.argv[2:]
 v = collections.defaultdict(list)
 cpu = collections.defaultdict(list)  # (client, server) CPU seconds per GB received
 for line in open(raw):
+    if line.startswith("peers\t"):
+        continue  # the other peers' rounds: the table after this one
     case, who, _, x, got, cc, sc = line.split("\t")
     v[(case, who)].append(float(x))
     if float(got) > 0:
@@ -201,7 +203,7 @@ python3 - "$raw" <<'PY' | tee -a "$out/latest.md"
 import statistics, sys, collections
 v = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    case, who, _, x = line.rstrip("\n").split("\t")
+    case, who, _, x = line.rstrip("\n").split("\t")[:4]
     if case == "peers" and x:
         v[who].append(float(x))
 if v:
