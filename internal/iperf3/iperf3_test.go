@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -283,6 +284,14 @@ func TestServeIperf3Clients(t *testing.T) {
 		t.Logf("iperf3 %v: client says received %.0f, server received %.0f", args, sumBytes(doc, "sum_received"), ours)
 		if ours != theirs && !(args[len(args)-1] == "--bidir") {
 			t.Errorf("iperf3 %v: server received %.0f, the client reports %.0f", args, ours, theirs)
+		}
+		// The server's CPU, which it measured, reaches the client: its
+		// cpu_util fields are numbers the protocol always carries, and
+		// a zero there would read as an idle server.
+		cpu, _ := doc["end"].(map[string]any)["cpu_utilization_percent"].(map[string]any)
+		remote, _ := cpu["remote_total"].(float64)
+		if rec.Report.CPU == nil || rec.Report.CPU.Total <= 0 || math.Abs(remote-rec.Report.CPU.Total) > 1e-6 {
+			t.Errorf("iperf3 %v: the client shows the server's CPU as %v%%, the server measured %+v", args, remote, rec.Report.CPU)
 		}
 	}
 }
