@@ -539,14 +539,11 @@ func (t *clientTest) swapResults(server *results) error {
 // ownResults is this end's results message.
 func (t *clientTest) ownResults() results {
 	run := t.run
-	ours := resultsOf(run.Client.Totals)
+	ours := resultsOf(run.Client.Totals, run.Client.CPU)
 	if ours.CongestionUsed == "" && !t.cfg.IsUDP() && len(run.Streams) > 0 && run.Streams[0].Client != nil {
 		// iperf3 reports its sockets' algorithm whatever their role; a
 		// receiving client has no sender's final sample to take it from.
 		ours.CongestionUsed = run.Streams[0].Client.Congestion
-	}
-	if u := run.Client.CPU; u != nil {
-		ours.CPUTotal, ours.CPUUser, ours.CPUSystem = u.Total, u.User, u.System
 	}
 	return ours
 }

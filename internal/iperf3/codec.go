@@ -223,9 +223,14 @@ func wrapHandshake(err error, addr string) error {
 
 // resultsOf is the results message of one end, client or server: per
 // stream the bytes its application moved in the measured period and, for
-// its senders, the retransmissions.
-func resultsOf(totals []model.StreamTotal) results {
+// its senders, the retransmissions; and the end's CPU, when measured.
+func resultsOf(totals []model.StreamTotal, cpu *model.CPUUse) results {
 	r := results{SenderHasRetransmits: -1}
+	if cpu != nil {
+		// The peer shows these as the remote end's CPU; left out, its
+		// fields (which the protocol always carries) read 0%.
+		r.CPUTotal, r.CPUUser, r.CPUSystem = cpu.Total, cpu.User, cpu.System
+	}
 	for _, t := range totals {
 		s := streamResults{ID: streamID(t.Stream), Bytes: float64(t.Bytes), Retransmits: -1, EndTime: t.Duration.Seconds()}
 		if u := t.UDP; u != nil {

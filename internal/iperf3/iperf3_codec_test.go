@@ -15,7 +15,7 @@ func TestI3UDPResultsOmitted(t *testing.T) {
 	totals := []model.StreamTotal{{Stream: 0, Role: model.Receiver,
 		UDP:        &model.Datagrams{Packets: 900, Lost: 9, Jitter: 2e6},
 		UDPOmitted: &model.Datagrams{Packets: 100, Lost: 1}}}
-	b, err := json.Marshal(resultsOf(totals))
+	b, err := json.Marshal(resultsOf(totals, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -361,12 +361,7 @@ func (t *serverTest) results(ctx context.Context, r *serverRun, streams []*perf.
 		// connection closes) rather than shown a clean zero.
 		return rep, "aborted", err
 	}
-	res := resultsOf(rep.Totals)
-	if u := rep.CPU; u != nil {
-		// The client shows these as the remote end's CPU; left out,
-		// its fields (which the protocol always carries) read 0%.
-		res.CPUTotal, res.CPUUser, res.CPUSystem = u.Total, u.User, u.System
-	}
+	res := resultsOf(rep.Totals, rep.CPU)
 	switch {
 	case t.p.ServerOutput != nil && t.h.OutputJSON:
 		res.ServerOutputJSON = t.h.serverJSON(t.srv.Version, &t.cfg, &rep, t.conn)
