@@ -28,6 +28,12 @@ type Stream struct {
 	udp  *udpFlow     // UDP streams, instead
 
 	moved atomic.Int64 // application bytes written or read
+	// wrote is set once a sender's writes are over: moved is final (its
+	// end of file, if any, comes after).
+	wrote atomic.Bool
+	// lowat is the receive low-water mark a receiving TCP stream's
+	// reader set (0: the kernel's default; lowat.go).
+	lowat atomic.Int64
 
 	// Set by the stream's goroutine before done is closed.
 	done     chan struct{}
@@ -175,6 +181,8 @@ func (e *End) stop() {
 			if s.role == model.Sender {
 				// A deadline in the past wakes a blocked Write at once.
 				_ = s.netConn().SetWriteDeadline(time.Unix(1, 0))
+			} else {
+				s.dropLowat() // what is queued is read now
 			}
 		}
 	})
@@ -239,6 +247,7 @@ func (e *End) drainReceivers(d time.Duration) {
 	}
 	for _, s := range e.streams {
 		if s.role == model.Receiver {
+			s.dropLowat()
 			_ = s.netConn().SetReadDeadline(by)
 		}
 	}
@@ -508,6 +517,7 @@ write:
 			break
 		}
 	}
+	s.wrote.Store(true)
 	s.finished = e.since()
 	if gate != nil {
 		if from, queued, ok := gate.held(); ok {
@@ -643,11 +653,18 @@ func (e *End) receive(s *Stream) error {
 		}
 		read = tr
 	}
+	var lw *lowater
+	if pace == 0 && e.onRead == nil {
+		lw = &lowater{e: e, s: s, most: size, from: e.since()}
+	}
 	var last time.Duration // the latest read that returned data
 	for {
 		n, err := read(buf)
 		if n > 0 {
 			last = e.since()
+			if lw != nil {
+				lw.read(n, last)
+			}
 		}
 		if err != nil && e.readOn && e.isStopped() && errors.Is(err, os.ErrDeadlineExceeded) {
 			if by, ok := e.drainDeadline(); !ok || time.Now().Before(by) {
@@ -920,6 +937,18 @@ func (e *End) sample() {
 			for _, s := range e.streams {
 				end = max(end, s.finished)
 			}
+			if end < start {
+				// Every stream had finished before the last tick, but
+				// their final samples may be newer: acknowledgments of
+				// the last bytes that came after the tick. The sliver
+				// runs to them (an idle one is dropped below).
+				end = start
+				for _, s := range e.streams {
+					if smp, ok := e.read(s); ok {
+						end = max(end, smp.At)
+					}
+				}
+			}
 		}
 		for i, s := range e.streams {
 			cur, ok := e.read(s)
@@ -939,12 +968,14 @@ func (e *End) sample() {
 				iv.Streams[i].OutOfOrder = model.Opt[uint32]{}
 			case s.role == model.Sender && s.udp == nil:
 				si := &iv.Streams[i]
+				// Once the writes are over the count is final, and caps
+				// what the kernel says was acknowledged: its end of file,
+				// sent after them, may be acknowledged in a sample that
+				// still reads established (tcp_info reads the state
+				// before it locks the socket), and must not count.
 				var written model.Opt[model.Bytes]
-				select {
-				case <-s.done:
-					// All written: the count is final.
+				if s.wrote.Load() {
 					written = model.Some(model.Bytes(s.moved.Load()))
-				default:
 				}
 				si.AckedBytes = ackedIn(ackBase[i], &cur, written, &acked[i])
 				// Over the time between the kernel reads: a final
@@ -1172,7 +1203,9 @@ func (e *End) report(version string) model.EndReport {
 // idle reports an interval in which no stream moved a byte.
 func idle(iv *model.Interval) bool {
 	for _, s := range iv.Streams {
-		if s.Bytes != 0 {
+		// Bytes acknowledged in the sliver are news too: the sender's
+		// intervals would otherwise fall short of what the receiver read.
+		if s.Bytes != 0 || s.AckedBytes.V != 0 {
 			return false
 		}
 	}

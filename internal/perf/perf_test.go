@@ -202,7 +202,14 @@ func checkRun(t *testing.T, run *model.Run) {
 			if si.TCP.State != model.TCPEstablished {
 				continue
 			}
-			if o := si.TCP.BytesAcked.V - acked; offset.OK && o != offset.V {
+			o := si.TCP.BytesAcked.V - acked
+			if offset.OK && o == offset.V+1 && si.TCP.SendQ.OK && si.TCP.SendQ.V == 0 {
+				// Everything acknowledged and one more: the end of file,
+				// in a sample that read the state before the ACK came
+				// (tcp_info reads it before it locks the socket).
+				continue
+			}
+			if offset.OK && o != offset.V {
 				t.Fatalf("stream %d interval %d: %d B acked in intervals, the kernel's count %d B: off by %d, before by %d",
 					s.ID, i, acked, si.TCP.BytesAcked.V, o, offset.V)
 			}
