@@ -450,8 +450,10 @@ func (e *End) send(s *Stream) error {
 	}
 	var written int64
 	var werr error
+	var y yielder
 write:
 	for {
+		y.tick()
 		// The budget is taken before the pace is waited for: a sender
 		// whose budget is spent is done when its last write is, not when
 		// a next one would have been due.
@@ -658,7 +660,9 @@ func (e *End) receive(s *Stream) error {
 		lw = &lowater{e: e, s: s, most: size, from: e.since()}
 	}
 	var last time.Duration // the latest read that returned data
+	var y yielder
 	for {
+		y.tick()
 		n, err := read(buf)
 		if n > 0 {
 			last = e.since()
