@@ -398,11 +398,13 @@ type presenter struct {
 	out        interface{ End(*model.Run) error } // text or JSON lines; nil: a document
 	stream     *report.Stream
 	iperf3JSON bool
-	w          io.Writer
+	// whole: -i 0, whose iperf3 document has one interval for the test.
+	whole bool
+	w     io.Writer
 }
 
 func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter {
-	p := &presenter{iperf3JSON: f.format == iperf3JSONFormat, w: w}
+	p := &presenter{iperf3JSON: f.format == iperf3JSONFormat, whole: f.noIntervals, w: w}
 	switch {
 	case f.jsonStream:
 		p.stream = report.NewStream(w)
@@ -459,6 +461,10 @@ func (p *presenter) noRun(ctx context.Context, err error, stderr io.Writer) erro
 // end writes the run and says how the command ends.
 func (p *presenter) end(ctx context.Context, run *model.Run, runErr error) (*model.Run, bool, error) {
 	interrupted := run.Ended == "interrupted" || ctx.Err() != nil
+	doc := run // the iperf3 document's view
+	if p.whole {
+		doc = iperf3.WholeTest(run)
+	}
 	var werr error
 	switch {
 	case p.out != nil:
@@ -468,9 +474,9 @@ func (p *presenter) end(ctx context.Context, run *model.Run, runErr error) (*mod
 	case p.iperf3JSON && interrupted:
 		// As iperf3 -J when interrupted: the results so far, and an
 		// error saying why they end early.
-		werr = iperf3.WriteJSONError(p.w, run, "interrupted: the test stopped early; the results so far are complete")
+		werr = iperf3.WriteJSONError(p.w, doc, "interrupted: the test stopped early; the results so far are complete")
 	case p.iperf3JSON:
-		werr = iperf3.WriteJSON(p.w, run)
+		werr = iperf3.WriteJSON(p.w, doc)
 	default:
 		werr = report.WriteJSON(p.w, run)
 	}

@@ -52,6 +52,26 @@ func TestIntervalZero(t *testing.T) {
 	if r.Config.Interval != perf.DefaultInterval || len(r.Client.Intervals) == 0 {
 		t.Fatalf("-J with -i 0: interval %v, %d client intervals; want the default's samples", r.Config.Interval, len(r.Client.Intervals))
 	}
+	// iperf3 -i 0 -J has one interval spanning the test.
+	code, out, stderr = run("test", addr, "-t", "2.2", "-i", "0", "--no-diagnose", "-f", "iperf3-json")
+	var doc struct {
+		Intervals []struct {
+			Sum struct {
+				Start, End float64
+				Bytes      int64
+			} `json:"sum"`
+		} `json:"intervals"`
+		End struct {
+			SumSent struct{ Bytes int64 } `json:"sum_sent"`
+		} `json:"end"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("exit %d (%s): %.300s", code, stderr, out)
+	}
+	if len(doc.Intervals) != 1 || doc.Intervals[0].Sum.Start != 0 || doc.Intervals[0].Sum.End < 2 ||
+		doc.Intervals[0].Sum.Bytes != doc.End.SumSent.Bytes {
+		t.Fatalf("-f iperf3-json -i 0: want one interval over the test with all %d bytes sent, got %+v", doc.End.SumSent.Bytes, doc.Intervals)
+	}
 }
 
 // silentListener is a server that connects but never answers: a

@@ -56,6 +56,56 @@ func writeJSON(w io.Writer, run *model.Run, errMsg string) error {
 	return enc.Encode(doc)
 }
 
+// WholeTest is run as iperf3 -i 0 reports it: its intervals folded into
+// one from the first's start to the last's end (the measured ones, when
+// the start was omitted), per stream the bytes and retransmissions
+// summed, the rate over the whole span, the last kernel sample (cwnd,
+// RTT) and for UDP the datagrams summed with the last jitter. The run
+// itself is left as it was.
+func WholeTest(run *model.Run) *model.Run {
+	ivs := run.Client.Intervals
+	for i := range ivs {
+		if !ivs[i].Omitted {
+			ivs = ivs[i:]
+			break
+		}
+	}
+	if len(ivs) <= 1 {
+		return run
+	}
+	first, last := ivs[0], ivs[len(ivs)-1]
+	one := model.Interval{Start: first.Start, End: last.End, Omitted: last.Omitted,
+		Streams: make([]model.StreamInterval, len(last.Streams))}
+	for i, ls := range last.Streams {
+		si := model.StreamInterval{Stream: ls.Stream, Role: ls.Role, TCP: ls.TCP}
+		for _, iv := range ivs {
+			for _, s := range iv.Streams {
+				if s.Stream != ls.Stream {
+					continue
+				}
+				si.Bytes += s.Bytes
+				si.RetransSegs += s.RetransSegs
+				switch {
+				case s.UDP == nil:
+				case si.UDP == nil:
+					d := *s.UDP
+					si.UDP = &d
+				default:
+					si.UDP.Add(s.UDP)
+				}
+			}
+		}
+		if si.UDP != nil && ls.UDP != nil {
+			si.UDP.Jitter = ls.UDP.Jitter // iperf3's running estimate at the end
+		}
+		si.Rate = model.RateOf(si.Bytes, (one.End - one.Start).Seconds())
+		one.Streams[i] = si
+	}
+	r := *run
+	r.Client.Intervals = []model.Interval{one}
+	return &r
+}
+
 // socketOf stands in for iperf3's file descriptor numbers: its first
 // stream is usually descriptor 5.
 func socketOf(stream int) int { return 5 + stream }

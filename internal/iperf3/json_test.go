@@ -180,3 +180,63 @@ func TestIperf3JSONError(t *testing.T) {
 		t.Errorf("start lacks connecting_to: %s", out.String())
 	}
 }
+
+// -i 0: iperf3's document has one interval spanning the test; folding a
+// recorded run's intervals keeps every stream's bytes, retransmissions
+// and datagrams, and puts the rate over the whole span.
+func TestWholeTest(t *testing.T) {
+	for _, name := range []string{"iperf3-bidir.json", "iperf3-udp.json", "iperf3-p2.json"} {
+		run := load(t, name)
+		ivs := run.Client.Intervals
+		if len(ivs) < 2 {
+			t.Fatalf("%s: %d intervals, the test needs at least 2", name, len(ivs))
+		}
+		whole := WholeTest(run)
+		if len(run.Client.Intervals) != len(ivs) {
+			t.Fatalf("%s: WholeTest changed the run's intervals", name)
+		}
+		if n := len(whole.Client.Intervals); n != 1 {
+			t.Fatalf("%s: %d intervals, want 1", name, n)
+		}
+		one := whole.Client.Intervals[0]
+		if one.Start != ivs[0].Start || one.End != ivs[len(ivs)-1].End {
+			t.Errorf("%s: span %v-%v, want %v-%v", name, one.Start, one.End, ivs[0].Start, ivs[len(ivs)-1].End)
+		}
+		for _, si := range one.Streams {
+			var sum model.Bytes
+			var retr uint32
+			var pkts, lost int64
+			for _, iv := range ivs {
+				for _, s := range iv.Streams {
+					if s.Stream == si.Stream {
+						sum += s.Bytes
+						retr += s.RetransSegs
+						if s.UDP != nil {
+							pkts += s.UDP.Packets
+							lost += s.UDP.Lost
+						}
+					}
+				}
+			}
+			if si.Bytes != sum || si.RetransSegs != retr {
+				t.Errorf("%s stream %d: %d B, %d retransmitted; the intervals sum to %d B, %d", name, si.Stream, si.Bytes, si.RetransSegs, sum, retr)
+			}
+			if want := model.RateOf(sum, (one.End - one.Start).Seconds()); si.Rate != want {
+				t.Errorf("%s stream %d: rate %v, want %v", name, si.Stream, si.Rate, want)
+			}
+			if si.UDP != nil && (si.UDP.Packets != pkts || si.UDP.Lost != lost) {
+				t.Errorf("%s stream %d: %d datagrams, %d lost; the intervals sum to %d, %d", name, si.Stream, si.UDP.Packets, si.UDP.Lost, pkts, lost)
+			}
+		}
+		var out bytes.Buffer
+		if err := WriteJSON(&out, whole); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Intervals []json.RawMessage `json:"intervals"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Intervals) != 1 {
+			t.Errorf("%s: the document has %d intervals (%v), want 1", name, len(doc.Intervals), err)
+		}
+	}
+}
