@@ -18,7 +18,7 @@ import (
 // labFlags are shared by the lab subcommands.
 type labFlags struct {
 	profiles string // a user TOML file added to the built-ins
-	backend  string // --backend: auto, emulator or netem
+	backend  string // --backend: auto, emulator, netem or kernel
 }
 
 func newLabCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -35,7 +35,7 @@ everything it creates is removed on exit, on error and on Ctrl-C
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&f.profiles, "profiles", "", "TOML file of extra path and host profiles")
-	cmd.PersistentFlags().StringVar(&f.backend, "backend", "auto", "what carries the path: emulator, netem (kernel), or auto (netem where the kernel has it and it can)")
+	cmd.PersistentFlags().StringVar(&f.backend, "backend", "auto", "what carries the path: emulator, netem (kernel netem), kernel (tc and nftables in a router, the emulator for the delay), or auto (netem where the kernel has it and it can)")
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "profiles",

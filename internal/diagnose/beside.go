@@ -103,7 +103,7 @@ func rtoStalls(v *view, lim limitSet) (model.Finding, bool) {
 		return model.Finding{}, false
 	}
 	share := v.rtoShare()
-	if share < rtoShare && v.rtos < 3 {
+	if share < heavyRTOShare && v.rtos < 3 {
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "rto-stalls", Layer: model.LayerTransport, Severity: model.Warning, Confidence: model.High}
@@ -191,41 +191,62 @@ func bbrOverflow(v *view) bool {
 // loss-based sender met it in bursts) is still worth knowing when it
 // would cost a loss-based sender: its Mathis bound is below the rate
 // this transfer got. Loss whose bound is above the rate costs nothing
-// (loopback's few drops in the host's own queues, at a bound of Tbit/s).
+// (loopback's few drops in the host's own queues, at a bound of Tbit/s):
+// over loopback it is information about the host.
+//
+// Heavy loss (heavy: 1% of the bytes, or 5% of the life in timeouts) is
+// never silent: when no other finding of the direction names it at
+// warning severity or more, this one does, whatever the exclusions
+// below, with what the loss cost.
 func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 	if lim["loss-limited"] || lim["policer"] || lim["pmtu-blackhole"] || !v.sndKernel || !v.lossOK || v.loss < lossyShare || v.mss == 0 || v.minRTT <= 0 {
 		return model.Finding{}, false
+	}
+	loud := heavy(v) && v.loss >= heavyLoss
+	if v.local {
+		return localLoss(v, loud), true
 	}
 	// A loss-based sender fills the bottleneck's queue until it drops:
 	// with the queue built up, its losses are how it finds the rate, not
 	// a cost. And a lossy path loses all along: retransmissions in only
 	// one or two intervals are one episode (slow start overshooting a
 	// long path's queue, one outage). BBR overflowing the queue its own
-	// probes built is its probing, not the path.
-	if (v.cc != "bbr" && pathFull(v)) || (v.retransSpread > 0 && v.retransSpread < sustained) || bbrOverflow(v) {
+	// probes built is its probing, not the path. None of it silences
+	// heavy loss.
+	episode := v.retransSpread > 0 && v.retransSpread < sustained
+	if !loud && ((v.cc != "bbr" && pathFull(v)) || episode || bbrOverflow(v)) {
 		return model.Finding{}, false
 	}
 	bound := mathisBound(v, o)
-	if bound >= v.goodput {
+	if !loud && bound >= v.goodput {
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "lossy-path", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.Medium}
 	cause := "random loss on the path (errors, a policer, a congested link elsewhere)"
-	ownQueue := v.cc == "bbr" && pathFull(v)
-	if ownQueue {
+	ownQueue := v.cc == "bbr" && (pathFull(v) || (loud && queueStood(v)))
+	rise := (v.srtt - v.minRTT).Round(100 * time.Microsecond)
+	if !pathFull(v) {
+		rise = (v.peakRTT - v.minRTT).Round(100 * time.Microsecond) // the queue stood at moments
+	}
+	switch {
+	case ownQueue:
 		// BBR (v1) keeps up to two BDPs in flight whatever it loses, so a
 		// drop-tail queue shorter than that overflows steadily under it:
 		// 7% retransmitted at 920 Mbit/s on a clean LAN with 2 ms of
 		// queue. From the sender that looks like random loss; only a
-		// loss-based sender on the same path tells them apart, so it is
-		// information, not a warning about the path.
-		f.Severity, f.Confidence = model.Info, model.Low
-		cause = fmt.Sprintf("bbr overflowing the queue it built (the RTT rose by %v under load), or loss on the path; from the sender the two look alike, and a test with -C cubic tells them apart", (v.srtt - v.minRTT).Round(100*time.Microsecond))
-	} else if pathFull(v) {
+		// loss-based sender on the same path tells them apart, so under
+		// heavyLoss it is information, not a warning about the path.
+		if !loud {
+			f.Severity, f.Confidence = model.Info, model.Low
+		}
+		cause = fmt.Sprintf("bbr overflowing the queue it built (the RTT rose by up to %v under load), or loss on the path; from the sender the two look alike, and a test with -C cubic tells them apart", rise)
+	case lossBased(v) && episode && queueStood(v):
+		cause = fmt.Sprintf("one episode, in %s of the measured intervals, after the round trip had risen %v above its minimum: slow start overshooting the path's queue, which filled before it dropped", pct(v.retransSpread), (v.peakRTT - v.minRTT).Round(time.Millisecond))
+	case pathFull(v):
 		// A queue built up, so some or all of it may be the queue
 		// overflowing; the endpoints cannot tell the two apart.
-		cause = fmt.Sprintf("the bottleneck's queue overflowing (the RTT rose by %v under load), or errors on the path", (v.srtt - v.minRTT).Round(100*time.Microsecond))
-	} else if v.loss >= policerLoss && v.cc == "bbr" {
+		cause = fmt.Sprintf("the bottleneck's queue overflowing (the RTT rose by %v under load), or errors on the path", rise)
+	case v.loss >= policerLoss && v.cc == "bbr":
 		// BBR on a policer paces at the policed rate and looks like BBR
 		// over random loss; a loss-based sender would tell them apart.
 		cause = "loss without a queue: errors on the path, or a policer (a rate limit that drops instead of queueing); a test with -C cubic tells them apart"
@@ -235,27 +256,93 @@ func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 		cc = "the congestion control"
 	}
 	kept := cc + " kept the rate up; a loss-based sender (cubic, reno) would be held to about " + rate(bound) + " here."
-	if ownQueue {
+	switch {
+	case bound >= v.goodput:
+		kept = "At this rate the loss's Mathis bound, " + rate(bound) + ", is above the rate: it held nothing back."
+	case ownQueue:
 		kept = "If the loss is the path's, a loss-based sender (cubic, reno) would be held to about " + rate(bound) + " here."
-	}
-	if v.cc != "bbr" {
+	case v.cc != "bbr":
 		// A loss-based sender above its bound: the losses came few to a
 		// window (bursts, or slow start), not spread over the transfer.
-		kept = "the rate stayed above the " + rate(bound) + " Mathis bound for loss spread evenly: the losses came clustered."
+		kept = "The rate stayed above the " + rate(bound) + " Mathis bound for loss spread evenly: the losses came clustered."
 	}
 	f.Summary = fmt.Sprintf("%.3g%% of the bytes sent were retransmitted: %s. %s", 100*v.loss, cause, kept)
-	f.Explanation = "The Mathis bound, C·MSS/(RTT·√p), is what a loss-based congestion control averages at loss p. BBR paces at the bottleneck rate it measures and does not treat random loss as congestion, so it can run far above the bound; other flows and hosts on the path may not."
+	if loud {
+		f.Summary += " " + lossCost(v)
+	}
+	f.Explanation = "The Mathis bound, C·MSS/(RTT·√p), is what a loss-based congestion control averages at loss p. BBR paces at the bottleneck rate it measures and does not treat random loss as congestion, so it can run far above the bound; other flows and hosts on the path may not. " +
+		"Every retransmitted byte crosses the path twice: the capacity it takes is lost to this transfer and to everything sharing the path."
 	f.Evidence = []model.Evidence{
 		lossEvidence(v),
 		{What: "congestion control", Value: cc, Source: v.source(model.Sender)},
 		{What: fmt.Sprintf("Mathis bound, C = %.2f", o.c()), Value: rate(bound)},
 		rttEvidence(v),
 	}
+	if v.peakRTT > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "highest smoothed round trip in any sample, slow start included", Value: v.peakRTT.Round(100 * time.Microsecond).String(), Source: v.source(model.Sender)})
+	}
+	if v.retransSpread > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "share of the measured intervals with retransmissions", Value: pct(v.retransSpread), Source: v.source(model.Sender)})
+	}
+	if v.deliveryMax > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)})
+	}
+	f.Evidence = append(f.Evidence, lossCostEvidence(v)...)
 	f.Fix = []model.Fix{{Where: "path", Kind: "ethtool", Command: "on each host and router interface along the path: ethtool -S IFACE | grep -iE 'err|drop|crc'; ip -s link show IFACE"}}
 	if ownQueue {
 		f.Fix = append([]model.Fix{{Where: v.senderName(), Kind: "tcpscope", Command: "tcpscope test -C cubic: at the path's rate with under 0.1% retransmitted, the loss was bbr's own queue overflow"}}, f.Fix...)
 	}
 	return f, true
+}
+
+// lossCost says what heavy loss cost the transfer: nothing when it ran
+// at the highest rate the kernel measured the path delivering with a
+// queue standing (the losses were that queue overflowing; the
+// retransmissions cost the path's capacity, not this rate), otherwise
+// what the same window carries without loss against what arrived.
+func lossCost(v *view) string {
+	if lossCostsNothing(v) {
+		return fmt.Sprintf("It cost this transfer no rate (it averaged %s of the highest rate the kernel measured delivering, %s), but every retransmitted byte took the path's capacity twice, and a loss-based flow sharing the path is held near the Mathis bound.",
+			pct(float64(v.goodput)/float64(v.deliveryMax)), rate(v.deliveryMax))
+	}
+	if !v.windowOK || !v.receivedOK || v.windowBound <= 0 {
+		return "What it cost the rate is not known: the window the receiver offered, or what arrived, was not measured."
+	}
+	return fmt.Sprintf("Without the loss the same window carries up to %s (%s per round trip of %v); the transfer got %s.",
+		rate(v.windowBound), v.peerWindow.Binary(), v.minRTT.Round(100*time.Microsecond), rate(v.goodput))
+}
+
+// lossCostsNothing: the transfer ran at the path's ceiling (at least
+// deliveredShare of the highest delivery rate the kernel measured) with
+// a queue standing or having stood (so the losses were a queue
+// overflowing), or under BBR, which keeps its rate whatever it loses.
+func lossCostsNothing(v *view) bool {
+	atCeiling := v.receivedOK && v.deliveryMax > 0 && float64(v.goodput) >= deliveredShare*float64(v.deliveryMax)
+	return atCeiling && (pathFull(v) || queueStood(v) || v.cc == "bbr")
+}
+
+// localLoss: retransmissions over loopback are the host dropping its own
+// packets between the two applications (a backlog or receive queue
+// overflowing, at tens of Gbit/s): information about the host, a warning
+// when heavy. There is no path to fix.
+func localLoss(v *view, loud bool) model.Finding {
+	f := model.Finding{ID: "lossy-path", Layer: model.LayerHost, Severity: model.Info, Confidence: model.Medium}
+	if loud {
+		f.Severity = model.Warning
+	}
+	f.Summary = fmt.Sprintf("%.3g%% of the bytes sent (%d segments) were retransmitted between two sockets of this host: its own queues dropped them (a receive backlog or queue overflowing as the reader fell behind), as there is no path.",
+		100*v.loss, v.retrans)
+	if 2*v.dsack >= v.retrans {
+		f.Summary = fmt.Sprintf("%.3g%% of the bytes sent (%d segments) were retransmitted between two sockets of this host, and the receiver's DSACKs say %d of them arrived twice: packets overtook each other in the host's receive queues, and none was lost on a path, as there is none.",
+			100*v.loss, v.retrans, v.dsack)
+	}
+	f.Explanation = "Over loopback a packet is handed from one socket to the other by the same kernel; one is dropped only when the receiving side's backlog or queue is full. It costs CPU rather than a path's capacity."
+	f.Evidence = []model.Evidence{lossEvidence(v)}
+	if v.dsack > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "of them retransmitted for nothing (DSACKs)", Value: fmt.Sprint(v.dsack), Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{{Where: "both ends", Kind: "sysctl", Command: "sysctl net.core.netdev_max_backlog (raise it if the drops matter); check the reader's CPU"}}
+	return f
 }
 
 // jumbo: on a loss-limited path a larger MTU raises the bound linearly.

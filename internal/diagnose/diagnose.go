@@ -27,6 +27,11 @@ func (o Options) c() float64 {
 	return tcpmath.MathisC
 }
 
+// HeavyLoss is the retransmitted share of the bytes sent that is never
+// left without a finding of warning severity on it (docs/DIAGNOSES.md,
+// "No silent loss"), whatever else limited the transfer.
+const HeavyLoss = 0.01
+
 // Thresholds of the rules; docs/DIAGNOSES.md explains each.
 const (
 	// limitedShare: a sender limited by one cause for at least this share
@@ -135,8 +140,25 @@ const (
 	// signal for many packets), no queue, and per-interval goodput within
 	// plateauSpread of itself.
 	policerLoss       = 0.01
-	policerOverMathis = 1.5
+	policerOverMathis = 2.0
 	plateauSpread     = 1.15
+	// policerQueueShare: a queue that stood at some moment (the highest
+	// smoothed round trip over the minimum) of at least this share of
+	// the minimum RTT, and at least queueMin, is a drop-tail queue that
+	// filled before it dropped: a quarter of a BDP is the least a
+	// bottleneck sized for loss-based senders holds (BDP/√n for 16
+	// flows). A policer's drops leave the round trip at its minimum
+	// (0.1–0.9 ms over it in the lab; 2.9 ms once, slow start's burst
+	// queueing at a 300 Mbit/s link in front of a 50 Mbit/s policer).
+	policerQueueShare = 0.25
+	// heavyLoss and heavyRTOShare: a transfer that retransmitted at least
+	// heavyLoss of its bytes, or spent heavyRTOShare of its life in
+	// retransmission timeouts, is never left without a finding of at
+	// least warning severity on its loss: at 1% a loss-based sender's
+	// Mathis bound is 14 Mbit/s at 10 ms (C·MSS/(RTT·√p)), and one byte
+	// in a hundred of the path's capacity is spent twice.
+	heavyLoss     = HeavyLoss
+	heavyRTOShare = 0.05
 	// quietAfter: a policer's loss that stopped is followed by at least
 	// this many measured intervals in a row without a retransmission,
 	// the congestion window regrowing after slow start outran the
@@ -394,6 +416,36 @@ func pathFull(v *view) bool {
 	}
 	queued := float64(v.goodput) / 8 * (v.srtt - v.minRTT).Seconds()
 	return queued >= fullQueueSegs*float64(v.mss)
+}
+
+// queueStood: at some moment, slow start's included, the round trip
+// rose far enough above its minimum that a queue stood on the path
+// (policerQueueShare of it, at least queueMin): a drop-tail queue fills
+// before it drops.
+func queueStood(v *view) bool {
+	return v.peakRTT > 0 && v.peakRTT-v.minRTT >= max(queueMin(v), time.Duration(policerQueueShare*float64(v.minRTT)))
+}
+
+// lossBased reports a sender whose congestion control is known and cuts
+// its window at each loss (reno, cubic, and the others but BBR).
+func lossBased(v *view) bool { return v.cc != "" && v.cc != "bbr" }
+
+// heavy reports loss no transfer is left silent about: heavyLoss of
+// the bytes retransmitted, or heavyRTOShare of the life in timeouts.
+func heavy(v *view) bool {
+	return v.sndKernel && ((v.lossOK && v.loss >= heavyLoss) || v.rtoShare() >= heavyRTOShare)
+}
+
+// lossCostEvidence says what the loss cost: what the same window would
+// carry without it (the largest window the receiver offered per round
+// trip of the minimum RTT), against what arrived. Absent when the window
+// or what arrived is not known.
+func lossCostEvidence(v *view) []model.Evidence {
+	if !v.windowOK || !v.receivedOK || v.windowBound <= 0 {
+		return nil
+	}
+	return []model.Evidence{{What: "what the same window carries without loss (largest window offered / min RTT), against what arrived",
+		Value: fmt.Sprintf("%s, against %s", rate(v.windowBound), rate(v.goodput)), Source: v.source(model.Sender)}}
 }
 
 // queueMin is the least extra round trip that is a queue in use on the

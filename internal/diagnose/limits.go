@@ -69,7 +69,55 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 	if f, ok := lossUnsettled(v, o); ok {
 		return []model.Finding{f}
 	}
+	// Heavy loss leaves the headline to the bottleneck only when it cost
+	// the transfer nothing.
+	if heavy(v) && v.receivedOK && !lossCostsNothing(v) {
+		return []model.Finding{lossHeld(v, o)}
+	}
 	return []model.Finding{bottleneck(v, o)}
+}
+
+// lossHeld: heavy loss that no other rule explains, and that cost the
+// transfer: it was not at the path's ceiling with a queue standing. The
+// loss is then what held the sender (nothing in the hosts did), whatever
+// its pattern; the finding says what it cost.
+func lossHeld(v *view, o Options) model.Finding {
+	f := model.Finding{ID: "loss-limited", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
+	how := fmt.Sprintf("%.3g%% of the bytes sent were retransmitted", 100*v.loss)
+	if v.rtos > 0 {
+		how += fmt.Sprintf(" and the sender spent %s of the time in %d retransmission timeouts", pct(v.rtoShare()), v.rtos)
+	}
+	where := "no queue stood on the path, so its rate was not what held the sender"
+	if pathFull(v) || queueStood(v) {
+		where = "the transfer stayed below the highest rate the kernel measured the path delivering"
+	}
+	f.Summary = fmt.Sprintf("Packet loss limits this transfer: %s, and %s; nothing in the hosts held it back. %s", how, where, lossCost(v))
+	f.Explanation = "A sender loses rate at every loss: a loss-based congestion control (reno, cubic) cuts its window, a timeout restarts it from one segment, and every retransmitted byte crosses the path twice. " +
+		"This loss's pattern fits none of the sharper rules (random loss at the Mathis bound, a policer's drops at a ceiling): bursts of loss, an outage, or loss from several causes at once. Find where packets are lost."
+	f.Evidence = []model.Evidence{goodputEvidence(v), lossEvidence(v), rttEvidence(v),
+		{What: fmt.Sprintf("Mathis bound, C = %.2f", o.c()), Value: rate(mathisBound(v, o))}}
+	if v.rtos > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "retransmission timeouts, and the share of the time in them", Value: fmt.Sprintf("%d, %s", v.rtos, pct(v.rtoShare())), Source: v.source(model.Sender)})
+	}
+	if v.deliveryMax > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)})
+	}
+	if v.limitedOK {
+		f.Evidence = append(f.Evidence, limitedEvidence(v))
+	}
+	f.Evidence = append(f.Evidence, lossCostEvidence(v)...)
+	if v.cc != "" {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{
+		{Where: "path", Kind: "ethtool", Command: "on each host and router interface along the path: ethtool -S IFACE | grep -iE 'err|drop|crc'; ip -s link show IFACE"},
+		{Where: "path", Kind: "tcpscope", Command: "tcpscope test -C cubic and -C bbr, and at other times of day: loss that follows the rate is a policer or a queue, loss that does not is the path's"},
+	}
+	if v.windowOK && v.windowBound > 0 {
+		f.Effect = fmt.Sprintf("without the loss the same window carries up to %s", rate(v.windowBound))
+		f.Predicted = model.Some(min(v.windowBound, max(v.deliveryMax, v.goodput)))
+	}
+	return f
 }
 
 // lossEvidence is the retransmitted share the loss rules read.
@@ -566,29 +614,47 @@ func pacingLimited(v *view, run *model.Run) model.Finding {
 	return f
 }
 
-// policer: a rate limit that drops instead of queueing. A loss-based
-// sender through a queueing bottleneck loses packets only once the queue
-// is full, after the round trip has grown; through random loss it sits
-// near the Mathis bound. Through a policer it loses heavily with the
-// round trip at its minimum, far above the Mathis bound of that loss (the
-// drops come in bursts whenever it exceeds the rate, one window
-// reduction for many packets), and its rate sits flat at the policed
-// rate. BBR on a policer detects it and paces at the rate; its trace is
-// random loss's, so the rule is for loss-based senders.
+// policer: a rate limit that drops instead of queueing. The rule reads
+// the mechanism, not one policer's trace, so the bucket and the rate
+// may be anything:
+//   - drops without a queue: no queue stood in the measured period (the
+//     path not "full") and none stood before the drops either, slow
+//     start's included: the highest smoothed round trip stayed within
+//     a quarter of the minimum of it (policerQueueShare). A drop-tail
+//     bottleneck drops only once its queue is full, and a loss-based
+//     sender's slow start fills it first (the 150 ms path's overshoot:
+//     148 ms of queue before 1.8% was lost);
+//   - clustered loss: a loss-based sender far above the Mathis bound of
+//     its retransmitted share (policerOverMathis): random loss that
+//     heavy holds reno and cubic near the bound, and only drops that
+//     come many to one window reduction leave the rate this far above;
+//   - spurious retransmissions excluded: a path that reorders makes a
+//     sender retransmit what was not lost, and the receiver's DSACKs say
+//     so (half or more of the retransmissions);
+//   - a ceiling: the transfer averaged at least deliveredShare of the
+//     highest delivery rate the kernel measured (the path never carried
+//     much more than the transfer got), or the per-interval rate sat
+//     flat under sustained loss, or the loss stopped and the window
+//     regrew (a large bucket that slow start outran: the measured
+//     seconds are the regrowth, and the delivery samples include the
+//     bucket's burst).
 //
-// On a long path slow start outruns a policer so far (a fifth of a
-// second's packets lost, cubic at 40 ms through 50 Mbit/s) that the
-// measured seconds are the window's regrowth, not a flat rate: then the
-// sign is a loss that stopped, with the round trip at its minimum in
-// every sample, slow start's included. Through a queue slow start fills
-// the queue before it loses, and the round trip shows it.
+// Each is weighed on its own, with its margin (docs/DIAGNOSES.md); a
+// bottleneck whose queue is far shorter than a window's burst drops the
+// same way, and the finding names it too. BBR on a policer detects it
+// and paces at the rate; its trace is random loss's, so the rule is for
+// loss-based senders.
 func policer(v *view, o Options) (model.Finding, bool) {
-	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || v.cc == "bbr" || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) {
+	if !v.receivedOK || !v.lossOK || v.loss < policerLoss || !lossBased(v) || v.mss <= 0 || v.minRTT <= 0 || pathFull(v) || queueStood(v) {
 		return model.Finding{}, false
 	}
+	if v.retrans > 0 && 2*v.dsack >= v.retrans {
+		return model.Finding{}, false // mostly retransmitted for nothing: reordering, not drops
+	}
+	atCeiling := v.deliveryMax > 0 && float64(v.goodput) >= deliveredShare*float64(v.deliveryMax)
 	flat := v.rateSpread > 0 && v.rateSpread <= plateauSpread && v.retransSpread >= sustained
-	outrun := v.quietTail >= quietAfter && v.retransSpread < sustained && v.peakRTT > 0 && v.peakRTT-v.minRTT < queueMin(v)
-	if !flat && !outrun {
+	outrun := v.quietTail >= quietAfter && v.retransSpread < sustained
+	if !atCeiling && !flat && !outrun {
 		return model.Finding{}, false
 	}
 	bound := mathisBound(v, o)
@@ -596,13 +662,18 @@ func policer(v *view, o Options) (model.Finding, bool) {
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "policer", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}
-	f.Summary = fmt.Sprintf("A policer holds this transfer at about %s: %.3g%% of the bytes sent were dropped and sent again while the round trip stayed at its minimum (%v, %v smoothed) and the rate sat flat; random loss that heavy would allow only %s.",
-		rate(v.goodput), 100*v.loss, v.minRTT.Round(100*time.Microsecond), v.srtt.Round(100*time.Microsecond), rate(bound))
-	if !flat {
-		f.Summary = fmt.Sprintf("A policer holds this transfer below the rate slow start reached: %.3g%% of the bytes sent were dropped and sent again with the round trip at its minimum in every sample (%v, at most %v smoothed), so no queue built up before the drops; "+
-			"then the %s window regrew without a loss for the last %d intervals and the transfer averaged %s. Random loss that heavy would allow only %s.",
-			100*v.loss, v.minRTT.Round(100*time.Microsecond), v.peakRTT.Round(100*time.Microsecond), v.cc, v.quietTail, rate(v.goodput), rate(bound))
+	var ceiling string
+	switch {
+	case flat:
+		ceiling = fmt.Sprintf("the rate sat flat (the largest interval over the smallest, %.2f) under loss in %s of the intervals", v.rateSpread, pct(v.retransSpread))
+	case atCeiling:
+		ceiling = fmt.Sprintf("the transfer averaged %s of the highest rate the kernel measured delivering (%s): a ceiling", pct(float64(v.goodput)/float64(v.deliveryMax)), rate(v.deliveryMax))
+	default:
+		ceiling = fmt.Sprintf("the loss stopped for the last %d intervals while the %s window regrew below the rate slow start had outrun", v.quietTail, v.cc)
 	}
+	f.Summary = fmt.Sprintf("A rate limit that drops instead of queueing holds this transfer at about %s: %.3g%% of the bytes sent were dropped and sent again, yet the rate is %.0f× the %s that random loss that heavy allows, so the drops came clustered above a rate; "+
+		"the round trip rose at most %v above its %v minimum, slow start included, so no queue filled before them; and %s. A policer (a token bucket) does this, or a bottleneck whose queue is far shorter than one window's burst.",
+		rate(v.goodput), 100*v.loss, float64(v.goodput)/float64(bound), rate(bound), (v.peakRTT - v.minRTT).Round(100*time.Microsecond), v.minRTT.Round(100*time.Microsecond), ceiling)
 	f.Explanation = "A policer is a rate limit that drops what exceeds its rate (a token bucket) instead of queueing it, as a shaper or a congested link does. " +
 		"A sender above the rate loses bursts of packets with no queue building first, so the round trip does not rise before the losses, and the rate sits at the policed rate while the loss stays high. " +
 		"Flach et al. (\"An Internet-Wide Analysis of Traffic Policing\", SIGCOMM 2016) found policing behind a large share of poor transfers: the retransmissions waste capacity and cost a loss-based sender more than a queue would."
@@ -615,8 +686,10 @@ func policer(v *view, o Options) (model.Finding, bool) {
 		{What: "highest smoothed round trip in any sample, slow start included", Value: v.peakRTT.Round(100 * time.Microsecond).String(), Source: v.source(model.Sender)},
 		{What: "share of the measured intervals with retransmissions; the last without, in a row", Value: fmt.Sprintf("%s; %d", pct(v.retransSpread), v.quietTail), Source: v.source(model.Sender)},
 		{What: fmt.Sprintf("Mathis bound for that loss, C = %.2f", o.c()), Value: rate(bound)},
+		{What: "highest delivery rate the kernel measured", Value: rate(v.deliveryMax), Source: v.source(model.Sender)},
 		{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)},
 	}
+	f.Evidence = append(f.Evidence, lossCostEvidence(v)...)
 	f.Fix = []model.Fix{
 		{Where: v.senderName(), Kind: "tcpscope", Command: fmt.Sprintf("pace below the policed rate: tcpscope test --fq-rate %s (SO_MAX_PACING_RATE per stream), or tc qdisc replace dev IFACE root fq maxrate %s", per, per)},
 		{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (BBR finds a policed rate and paces at it)"},

@@ -55,6 +55,20 @@
 // namespace test skips on them; RouterImpairments and the tc arguments are
 // tested everywhere.
 //
+// The kernel backend (UseKernel) is a second implementation of an emulated
+// path, so that no diagnosis leans on an artefact of the emulator's: the
+// kernel's own tools carry everything but the delay. A has its TUN device
+// to the emulator, which only delays; the emulator's other device is R's
+// (tun-r, raw: one packet per write, so R's rules act on packets, not the
+// super-packets an offloading device takes); R forwards to B by a veth
+// pair. KernelImpairments maps the configuration: the bottleneck is tbf
+// (or htb over a bfifo queue, Impairment.HTB) on R's link toward the
+// receiver, random loss nftables' numgen, a policer nftables' byte limit
+// (whose bucket holds a second of the rate beyond the burst: the kernel's
+// smallest unit), the MTU R's route MTU; jitter, reordering, duplication
+// and bursty loss are refused. A Middlebox in R's forward chain clamps the
+// handshake's MSS or strips its SACK, timestamps or window-scale options.
+//
 // An emulated pair (PairConfig.Emulated) has no router: A and B each get a
 // TUN device (tun-a, tun-b), created inside the host's namespace on a
 // thread switched into it, so that the link never exists in the machine's

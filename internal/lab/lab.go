@@ -101,6 +101,9 @@ type PairConfig struct {
 	// kernel has it and it can reproduce the path, the emulator
 	// otherwise. Pair.Backend reports the choice.
 	Backend Backend
+	// Middlebox, when set, is what R does to every TCP handshake it
+	// forwards (an MSS clamp, options stripped). It needs a router.
+	Middlebox *Middlebox
 }
 
 // Impairment is what the router does to the packets of one direction of
@@ -142,11 +145,23 @@ type Impairment struct {
 	Delay     time.Duration
 	Duplicate float64
 	GE        *emulator.GilbertElliott
+
+	// Police, when set, drops what exceeds its token bucket on arrival at
+	// R (nftables' limit), before the rate limiter: a policer. nftables'
+	// byte limit holds a second of its rate in the bucket beyond the burst
+	// (the kernel's tokens_max is unit × (rate + burst) / rate, and its
+	// smallest unit is a second), so this policer's bucket is Burst plus a
+	// second of Rate: a large bucket, as many providers' are. Small
+	// buckets are the emulator's.
+	Police *emulator.Policer
+	// HTB shapes the rate with htb and a byte-limited drop-tail queue
+	// (bfifo) of Rate × Queue instead of tbf.
+	HTB bool
 }
 
 // IsZero reports whether p leaves the direction unimpaired.
 func (p Impairment) IsZero() bool {
-	return p.Rate == 0 && p.Loss == 0 && p.MTU == 0 && !p.needsNetem()
+	return p.Rate == 0 && p.Loss == 0 && p.MTU == 0 && p.Police == nil && !p.needsNetem()
 }
 
 // DefaultBurst is the token bucket used for rate when Impairment.Burst is zero:
@@ -233,7 +248,9 @@ const (
 
 // Pair is two hosts, A and B, joined through a router, R: A —veth— R
 // —veth— B; or, with PairConfig.Emulated, through the userspace emulator:
-// A —TUN— emulator —TUN— B. A Pair must be closed.
+// A —TUN— emulator —TUN— B; or, with the kernel backend, through the
+// emulator (the delay) and the router (the rest): A —TUN— emulator —TUN—
+// R —veth— B. A Pair must be closed.
 type Pair struct {
 	// A and B are the end hosts; each dials the other's Addr.
 	A, B *Host
@@ -241,7 +258,8 @@ type Pair struct {
 	// Link, Addr and Prefix describe its side toward A (Addr is A's
 	// gateway); RouterLinks names both of its links. Use it to inspect or
 	// add to the path with tc or nft (R.Command) without touching the
-	// hosts. It is nil when the path is emulated.
+	// hosts. It is nil when the emulator carries the whole path (its
+	// link toward A is then R's TUN device with the kernel backend).
 	R *Host
 
 	cfg    PairConfig
@@ -249,12 +267,13 @@ type Pair struct {
 
 	mu          sync.Mutex
 	impairments [2]Impairment // as applied, defaults resolved
-	backend     Backend       // what carries the path: UseEmulator or UseNetem; Auto for a plain router
+	backend     Backend       // what carries the path: UseEmulator, UseNetem or UseKernel; Auto for a plain router
 	shaped      [2]bool       // a qdisc (tbf, or netem with tbf) is installed for the direction
 	netem       [2]bool       // that qdisc is netem's
 	mtu         [2]bool       // a route MTU is set for the direction
 	holed       [2]bool       // an nft black-hole table is installed for the direction
 	lossy       [2]bool       // an nft loss table is installed for the direction
+	policed     [2]bool       // an nft policer table is installed for the direction
 	closed      bool
 	created     []string // namespaces to delete, in creation order
 
@@ -333,8 +352,19 @@ func (c PairConfig) validate() error {
 			return fmt.Errorf("lab: MSS %d: want 88 to 65535 (0 for the MTU's)", h.MSS)
 		}
 	}
-	if c.Backend < Auto || c.Backend > UseNetem {
-		return fmt.Errorf("lab: backend %v: want Auto, UseEmulator or UseNetem", c.Backend)
+	if c.Backend < Auto || c.Backend > UseKernel {
+		return fmt.Errorf("lab: backend %v: want Auto, UseEmulator, UseNetem or UseKernel", c.Backend)
+	}
+	if c.Backend == UseKernel && c.Emulated == nil {
+		return errors.New("lab: the kernel backend carries an emulated path: set Emulated")
+	}
+	if c.Middlebox != nil {
+		if err := c.Middlebox.validate(); err != nil {
+			return err
+		}
+		if c.Emulated != nil && c.Backend != UseKernel && c.Backend != UseNetem {
+			return errors.New("lab: a middlebox needs a router: the kernel or netem backend, or a path without Emulated")
+		}
 	}
 	if c.Emulated != nil {
 		if c.AtoB != (Impairment{}) || c.BtoA != (Impairment{}) {
@@ -345,6 +375,11 @@ func (c PairConfig) validate() error {
 		}
 		if c.Backend == UseNetem {
 			if _, _, err := RouterImpairments(*c.Emulated, c.MTU); err != nil {
+				return err
+			}
+		}
+		if c.Backend == UseKernel {
+			if _, _, _, err := KernelImpairments(*c.Emulated, c.MTU); err != nil {
 				return err
 			}
 		}
@@ -392,6 +427,10 @@ func (p Impairment) resolve(mtu int) (Impairment, error) {
 		return p, fmt.Errorf("delay %v must not be negative", p.Delay)
 	case math.IsNaN(p.Duplicate) || p.Duplicate < 0 || p.Duplicate > 1:
 		return p, fmt.Errorf("duplicate %v: want a probability from 0 to 1", p.Duplicate)
+	case p.Police != nil && (p.Police.Rate < 8*model.KbitPerSecond || p.Police.Burst < model.Bytes(mtu)):
+		// nftables' limit counts whole bytes per second, and a bucket
+		// smaller than a packet drops every full-size one.
+		return p, fmt.Errorf("policer %v with a %d-byte bucket: want at least 8 kbit/s and a bucket of one packet (%d bytes)", p.Police.Rate, p.Police.Burst, mtu)
 	}
 	if err := validGE(p.GE); err != nil {
 		return p, err
@@ -428,6 +467,21 @@ func (p Impairment) tbfArgs(link string) []string {
 		"rate", strconv.FormatInt(int64(math.Round(float64(p.Rate))), 10) + "bit",
 		"burst", strconv.FormatInt(int64(p.Burst), 10),
 		"limit", strconv.FormatInt(int64(p.limit()), 10),
+	}
+}
+
+// htbArgs are the tc commands (each after "tc -n NS") that install p on
+// link with htb instead of tbf: one class at the rate, its bucket the
+// burst, over a byte-limited drop-tail queue (bfifo) of Rate × Queue.
+// The quantum of one frame keeps htb from warning at high rates.
+func (p Impairment) htbArgs(link string, mtu int) [][]string {
+	rate := strconv.FormatInt(int64(math.Round(float64(p.Rate))), 10) + "bit"
+	queue := max(model.Bytes(math.Ceil(p.Rate.BytesPerSecond()*p.Queue.Seconds())), model.Bytes(mtu+ethHeader))
+	return [][]string{
+		{"qdisc", "replace", "dev", link, "root", "handle", "1:", "htb", "default", "1"},
+		{"class", "replace", "dev", link, "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil", rate,
+			"burst", strconv.FormatInt(int64(p.Burst), 10), "quantum", strconv.Itoa(mtu + ethHeader)},
+		{"qdisc", "replace", "dev", link, "parent", "1:1", "handle", "10:", "bfifo", "limit", strconv.FormatInt(int64(queue), 10)},
 	}
 }
 

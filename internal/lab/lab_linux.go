@@ -180,7 +180,7 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if router.Emulated == nil {
+	if router.Emulated == nil || backend == UseKernel {
 		// Fail before building anything rather than halfway.
 		if err := routerTools(ctx, router); err != nil {
 			return nil, err
@@ -194,14 +194,20 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 			}
 		}
 	}()
-	emulated := router.Emulated != nil
-	if err := p.build(ctx, emulated); err != nil {
+	shape := viaRouter
+	switch {
+	case backend == UseKernel:
+		shape = viaTUNAndRouter
+	case router.Emulated != nil:
+		shape = viaTUN
+	}
+	if err := p.build(ctx, shape); err != nil {
 		return nil, err
 	}
 	if err := p.configureHosts(cfg.A, cfg.B); err != nil {
 		return nil, err
 	}
-	if emulated {
+	if shape == viaTUN {
 		return p, p.startEmulator(*cfg.Emulated)
 	}
 	if err := p.SetImpairment(ctx, AtoB, router.AtoB); err != nil {
@@ -210,12 +216,22 @@ func NewPair(ctx context.Context, cfg PairConfig) (_ *Pair, err error) {
 	if err := p.SetImpairment(ctx, BtoA, router.BtoA); err != nil {
 		return nil, err
 	}
+	if cfg.Middlebox != nil {
+		if _, err := nft(ctx, p.R.Name, middleboxScript(*cfg.Middlebox), "-f", "-"); err != nil {
+			return nil, err
+		}
+	}
+	if shape == viaTUNAndRouter {
+		return p, p.startEmulator(*router.Emulated)
+	}
 	return p, nil
 }
 
 // planRouter returns what the router carries (cfg's own impairments, or
-// the emulated path's when netem carries it; no router when the emulator
-// does) and the backend that carries an emulated path.
+// the emulated path's when netem or the kernel's tools carry it; no
+// router when the emulator does) and the backend that carries an
+// emulated path. With the kernel backend, the returned Emulated is what
+// the emulator still carries: the delay.
 func planRouter(ctx context.Context, cfg PairConfig) (PairConfig, Backend, error) {
 	router := cfg
 	if cfg.Emulated == nil {
@@ -225,9 +241,14 @@ func planRouter(ctx context.Context, cfg PairConfig) (PairConfig, Backend, error
 	if err != nil {
 		return router, backend, err
 	}
-	if backend == UseNetem {
+	switch backend {
+	case UseNetem:
 		router.AtoB, router.BtoA, _ = RouterImpairments(*cfg.Emulated, cfg.MTU) // checked by chooseBackend
 		router.Emulated = nil
+	case UseKernel:
+		var delay emulator.Config
+		router.AtoB, router.BtoA, delay, _ = KernelImpairments(*cfg.Emulated, cfg.MTU) // checked by validate
+		router.Emulated = &delay
 	}
 	return router, backend, nil
 }
@@ -235,8 +256,13 @@ func planRouter(ctx context.Context, cfg PairConfig) (PairConfig, Backend, error
 // routerTools checks that this host has what the router's impairments need: nft
 // for loss and black holes, the netem qdisc for what only netem does.
 func routerTools(ctx context.Context, router PairConfig) error {
+	if router.Middlebox != nil {
+		if _, err := toolPath("nft"); err != nil {
+			return err
+		}
+	}
 	for _, imp := range []Impairment{router.AtoB, router.BtoA} {
-		if imp.Loss > 0 || imp.BlackHole {
+		if imp.Loss > 0 || imp.BlackHole || imp.Police != nil {
 			if _, err := toolPath("nft"); err != nil {
 				return err
 			}
@@ -250,11 +276,19 @@ func routerTools(ctx context.Context, router PairConfig) error {
 	return nil
 }
 
-// build creates the pair's namespaces and joins A and B: by TUN devices
-// when emulated, else through router R.
-func (p *Pair) build(ctx context.Context, emulated bool) error {
+// shape is how a pair's hosts are joined.
+type shape int
+
+const (
+	viaRouter       shape = iota // A —veth— R —veth— B
+	viaTUN                       // A —TUN— emulator —TUN— B
+	viaTUNAndRouter              // A —TUN— emulator —TUN— R —veth— B (the kernel backend)
+)
+
+// build creates the pair's namespaces and joins A and B as sh says.
+func (p *Pair) build(ctx context.Context, sh shape) error {
 	pid := os.Getpid()
-	seq, err := p.addNamespaces(ctx, pid, emulated)
+	seq, err := p.addNamespaces(ctx, pid, sh != viaTUN)
 	if err != nil {
 		return err
 	}
@@ -262,24 +296,30 @@ func (p *Pair) build(ctx context.Context, emulated bool) error {
 	prefixA, prefixB := linkPrefixes(pid, seq)
 	p.A = &Host{Name: nsA, Link: linkAR, Addr: hostAddr(prefixA), Prefix: prefixA}
 	p.B = &Host{Name: nsB, Link: linkBR, Addr: hostAddr(prefixB), Prefix: prefixB}
-	if emulated {
+	switch sh {
+	case viaTUN:
 		p.A.Link, p.B.Link = tunA, tunB
 		return p.joinByTUN(ctx)
+	case viaTUNAndRouter:
+		p.A.Link = tunA
+		p.R = &Host{Name: nsR, Link: tunR, Addr: routerAddr(prefixA), Prefix: prefixA}
+		p.rlinks = [2]string{tunR, linkRB}
+		return p.joinByTUNAndRouter(ctx)
 	}
 	p.R = &Host{Name: nsR, Link: linkRA, Addr: routerAddr(prefixA), Prefix: prefixA}
 	p.rlinks = [2]string{linkRA, linkRB}
 	return p.joinByRouter(ctx)
 }
 
-// addNamespaces adds the pair's namespaces (A, R and B; no R when
-// emulated) under a fresh sequence number, which it returns.
-func (p *Pair) addNamespaces(ctx context.Context, pid int, emulated bool) (uint32, error) {
+// addNamespaces adds the pair's namespaces (A and B, and R withRouter)
+// under a fresh sequence number, which it returns.
+func (p *Pair) addNamespaces(ctx context.Context, pid int, withRouter bool) (uint32, error) {
 	for attempt := 0; ; attempt++ {
 		seq := pairSeq.Add(1)
 		nsA, nsB, nsR := nsNames(pid, seq)
 		names := []string{nsA, nsR, nsB}
-		if emulated {
-			names = []string{nsA, nsB} // no router
+		if !withRouter {
+			names = []string{nsA, nsB}
 		}
 		var err error
 		for _, ns := range names {
@@ -340,6 +380,8 @@ func chooseBackend(ctx context.Context, cfg PairConfig) (Backend, error) {
 	switch cfg.Backend {
 	case UseEmulator:
 		return UseEmulator, nil
+	case UseKernel:
+		return UseKernel, nil
 	case UseNetem:
 		if _, _, err := RouterImpairments(*cfg.Emulated, cfg.MTU); err != nil {
 			return 0, err
@@ -380,66 +422,108 @@ func HasNetem(ctx context.Context) error {
 // joinByRouter links A and B to R with veth pairs, addresses them and
 // routes each host to the other's subnet through R.
 func (p *Pair) joinByRouter(ctx context.Context) error {
-	cfg := p.cfg
-	nsA, nsB, nsR := p.A.Name, p.B.Name, p.R.Name
 	prefixA, prefixB := p.A.Prefix, p.B.Prefix
-	// Every veth end is created directly inside its namespace, so no link
-	// ever exists in the host's namespace, even for a moment, and none can
-	// clash with the host's interface names.
+	for _, l := range [][2]iface{
+		{{p.A.Name, linkAR, netip.PrefixFrom(p.A.Addr, prefixA.Bits())}, {p.R.Name, linkRA, netip.PrefixFrom(routerAddr(prefixA), prefixA.Bits())}},
+		{{p.R.Name, linkRB, netip.PrefixFrom(routerAddr(prefixB), prefixB.Bits())}, {p.B.Name, linkBR, netip.PrefixFrom(p.B.Addr, prefixB.Bits())}},
+	} {
+		if err := p.addVeth(ctx, l); err != nil {
+			return err
+		}
+	}
+	if err := p.routeThroughR(ctx, []*Host{p.A, p.B}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// joinByTUNAndRouter joins A to R by TUN devices, which the emulator
+// (carrying the delay) will forward between, and R to B by a veth pair;
+// R forwards between them.
+func (p *Pair) joinByTUNAndRouter(ctx context.Context) error {
+	prefixA, prefixB := p.A.Prefix, p.B.Prefix
+	for _, t := range []struct {
+		h    *Host
+		link string
+		addr netip.Prefix
+		raw  bool
+	}{{p.A, tunA, netip.PrefixFrom(p.A.Addr, prefixA.Bits()), false}, {p.R, tunR, netip.PrefixFrom(routerAddr(prefixA), prefixA.Bits()), true}} {
+		if err := p.addTUN(ctx, t.h, t.link, t.addr, t.raw); err != nil {
+			return err
+		}
+	}
+	if err := p.addVeth(ctx, [2]iface{{p.R.Name, linkRB, netip.PrefixFrom(routerAddr(prefixB), prefixB.Bits())}, {p.B.Name, linkBR, netip.PrefixFrom(p.B.Addr, prefixB.Bits())}}); err != nil {
+		return err
+	}
+	// A's TUN is point to point: B's subnet lies behind it with no
+	// gateway to resolve.
+	args := append([]string{"-n", p.A.Name, "route", "add", prefixB.String(), "dev", tunA}, p.advmss(p.A)...)
+	if _, err := run(ctx, "", "ip", args...); err != nil {
+		return err
+	}
+	return p.routeThroughR(ctx, []*Host{p.B})
+}
+
+// iface is one end of a link: its namespace, name and address.
+type iface struct {
+	ns, link string
+	addr     netip.Prefix
+}
+
+// addVeth creates a veth pair between two namespaces, each end created
+// directly inside its namespace (so no link ever exists in the host's
+// namespace, even for a moment, and none can clash with the host's
+// interface names), addresses both ends and brings them up.
+func (p *Pair) addVeth(ctx context.Context, l [2]iface) error {
 	end := func(ns, link string) []string {
 		args := []string{link, "netns", ns}
-		if cfg.MTU != 0 {
-			args = append(args, "mtu", strconv.Itoa(cfg.MTU))
+		if p.cfg.MTU != 0 {
+			args = append(args, "mtu", strconv.Itoa(p.cfg.MTU))
 		}
-		if !cfg.Offload {
+		if !p.cfg.Offload {
 			// One segment per skb: the stack then segments before the
 			// qdisc and the next hop sees single packets (see doc.go).
 			args = append(args, "gso_max_segs", "1")
 		}
 		return args
 	}
-	type iface struct {
-		ns, link string
-		addr     netip.Prefix
+	args := append([]string{"link", "add"}, end(l[0].ns, l[0].link)...)
+	args = append(args, "type", "veth", "peer", "name")
+	args = append(args, end(l[1].ns, l[1].link)...)
+	if _, err := run(ctx, "", "ip", args...); err != nil {
+		return err
 	}
-	for _, l := range [][2]iface{
-		{{nsA, linkAR, netip.PrefixFrom(p.A.Addr, prefixA.Bits())}, {nsR, linkRA, netip.PrefixFrom(routerAddr(prefixA), prefixA.Bits())}},
-		{{nsR, linkRB, netip.PrefixFrom(routerAddr(prefixB), prefixB.Bits())}, {nsB, linkBR, netip.PrefixFrom(p.B.Addr, prefixB.Bits())}},
-	} {
-		args := append([]string{"link", "add"}, end(l[0].ns, l[0].link)...)
-		args = append(args, "type", "veth", "peer", "name")
-		args = append(args, end(l[1].ns, l[1].link)...)
-		if _, err := run(ctx, "", "ip", args...); err != nil {
-			return err
-		}
-		for _, i := range l {
-			for _, args := range [][]string{
-				{"-n", i.ns, "addr", "add", i.addr.String(), "dev", i.link},
-				{"-n", i.ns, "link", "set", i.link, "up"},
-			} {
-				if _, err := run(ctx, "", "ip", args...); err != nil {
-					return err
-				}
+	for _, i := range l {
+		for _, args := range [][]string{
+			{"-n", i.ns, "addr", "add", i.addr.String(), "dev", i.link},
+			{"-n", i.ns, "link", "set", i.link, "up"},
+		} {
+			if _, err := run(ctx, "", "ip", args...); err != nil {
+				return err
 			}
 		}
 	}
-	for _, ns := range []string{nsA, nsR, nsB} {
+	return nil
+}
+
+// routeThroughR brings loopback up in every namespace, makes R forward,
+// and routes each of hosts to the other host's subnet through R. No
+// default route: an address outside the pair stays unreachable.
+func (p *Pair) routeThroughR(ctx context.Context, hosts []*Host) error {
+	for _, ns := range []string{p.A.Name, p.R.Name, p.B.Name} {
 		if _, err := run(ctx, "", "ip", "-n", ns, "link", "set", "lo", "up"); err != nil {
 			return err
 		}
 	}
-	// R forwards between its links; each host reaches the other's subnet,
-	// and nothing else, through R. No default route: an address outside
-	// the pair stays unreachable.
 	if err := p.R.SetSysctl("net.ipv4.ip_forward", "1"); err != nil {
 		return err
 	}
-	for _, r := range []struct {
-		h   *Host
-		dst netip.Prefix
-		via netip.Addr
-	}{{p.A, prefixB, routerAddr(prefixA)}, {p.B, prefixA, routerAddr(prefixB)}} {
-		args := append([]string{"-n", r.h.Name, "route", "add", r.dst.String(), "via", r.via.String(), "dev", r.h.Link}, p.advmss(r.h)...)
+	for _, h := range hosts {
+		dst, via := p.B.Prefix, routerAddr(p.A.Prefix)
+		if h == p.B {
+			dst, via = p.A.Prefix, routerAddr(p.B.Prefix)
+		}
+		args := append([]string{"-n", h.Name, "route", "add", dst.String(), "via", via.String(), "dev", h.Link}, p.advmss(h)...)
 		if _, err := run(ctx, "", "ip", args...); err != nil {
 			return err
 		}
@@ -459,10 +543,12 @@ func (p *Pair) advmss(h *Host) []string {
 	return []string{"advmss", strconv.Itoa(mss)}
 }
 
-// TUN device names of an emulated pair, inside A and inside B.
+// TUN device names of an emulated pair, inside A and inside B (or, with
+// the kernel backend, inside R).
 const (
 	tunA = "tun-a"
 	tunB = "tun-b"
+	tunR = "tun-r"
 )
 
 // tunMaxSegs caps the segments of one offloaded TCP or UDP aggregate the
@@ -473,39 +559,58 @@ const (
 const tunMaxSegs = 64
 
 // joinByTUN creates a TUN device in A and in B, addresses them and routes
-// each host to the other's subnet through its device. The devices are
-// created inside the namespaces (on a thread switched into each), so no
-// link ever exists in the host's namespace; their file descriptors work
-// from any thread afterwards, and the emulator, started later, forwards
-// between them.
+// each host to the other's subnet through its device. The emulator,
+// started later, forwards between them.
 func (p *Pair) joinByTUN(ctx context.Context) error {
-	mtu := p.cfg.mtu()
 	for _, h := range []*Host{p.A, p.B} {
-		var dev emulator.Device
-		err := h.Do(func() (err error) {
-			dev, err = emulator.CreateTUN(h.Link, mtu)
+		if err := p.addTUN(ctx, h, h.Link, netip.PrefixFrom(h.Addr, h.Prefix.Bits()), false); err != nil {
 			return err
-		})
-		if err != nil {
-			return fmt.Errorf("lab: %s: %w", h.Name, err)
 		}
-		p.mu.Lock()
-		p.tuns = append(p.tuns, dev)
-		p.mu.Unlock()
+		if _, err := run(ctx, "", "ip", "-n", h.Name, "link", "set", "lo", "up"); err != nil {
+			return err
+		}
 	}
 	for _, r := range []struct {
 		h   *Host
 		dst netip.Prefix
 	}{{p.A, p.B.Prefix}, {p.B, p.A.Prefix}} {
-		for _, args := range [][]string{
-			{"-n", r.h.Name, "link", "set", "lo", "up"},
-			{"-n", r.h.Name, "addr", "add", netip.PrefixFrom(r.h.Addr, r.h.Prefix.Bits()).String(), "dev", r.h.Link},
-			{"-n", r.h.Name, "link", "set", r.h.Link, "gso_max_segs", strconv.Itoa(tunMaxSegs), "up"},
-			append([]string{"-n", r.h.Name, "route", "add", r.dst.String(), "dev", r.h.Link}, p.advmss(r.h)...),
-		} {
-			if _, err := run(ctx, "", "ip", args...); err != nil {
-				return err
-			}
+		args := append([]string{"-n", r.h.Name, "route", "add", r.dst.String(), "dev", r.h.Link}, p.advmss(r.h)...)
+		if _, err := run(ctx, "", "ip", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addTUN creates TUN device link in h, addressed addr, for the emulator.
+// It is created inside the namespace (on a thread switched into it), so
+// no link ever exists in the host's namespace; its file descriptor works
+// from any thread afterwards. A raw device (the kernel backend's, in R)
+// has no offloads: the emulator writes it one packet at a time, so R's
+// qdiscs and nftables rules act on single packets, as a router's do on a
+// wire, not on the super-packets an offloading device would be handed.
+func (p *Pair) addTUN(ctx context.Context, h *Host, link string, addr netip.Prefix, raw bool) error {
+	var dev emulator.Device
+	err := h.Do(func() (err error) {
+		if raw {
+			dev, err = emulator.CreateRawTUN(link, p.cfg.mtu())
+		} else {
+			dev, err = emulator.CreateTUN(link, p.cfg.mtu())
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("lab: %s: %w", h.Name, err)
+	}
+	p.mu.Lock()
+	p.tuns = append(p.tuns, dev)
+	p.mu.Unlock()
+	for _, args := range [][]string{
+		{"-n", h.Name, "addr", "add", addr.String(), "dev", link},
+		{"-n", h.Name, "link", "set", link, "gso_max_segs", strconv.Itoa(tunMaxSegs), "up"},
+	} {
+		if _, err := run(ctx, "", "ip", args...); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -538,6 +643,9 @@ func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
 	if p.R == nil {
 		return fmt.Errorf("lab: %s: the path is emulated and has no router; its impairments are the emulator's configuration", d)
 	}
+	if r.needsNetem() && p.backend == UseKernel {
+		return fmt.Errorf("lab: %s: the kernel backend's router has no netem: the emulator carries its delay", d)
+	}
 	in, out := p.RouterLinks(d)
 	tc := func(args ...string) error {
 		_, err := run(ctx, "", "tc", append([]string{"-n", p.R.Name}, args...)...)
@@ -550,8 +658,8 @@ func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
 			return err
 		}
 	}
-	// A change of root qdisc kind (tbf ↔ netem) starts from none.
-	if p.shaped[d] && (netem != p.netem[d] || (r.Rate == 0 && !netem)) {
+	// A change of root qdisc kind (tbf ↔ netem ↔ htb) starts from none.
+	if p.shaped[d] && (netem != p.netem[d] || (r.Rate == 0 && !netem) || r.HTB != p.impairments[d].HTB) {
 		if err := tc("qdisc", "del", "dev", out, "root"); err != nil {
 			return err
 		}
@@ -573,13 +681,20 @@ func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
 		} else if p.impairments[d].Rate > 0 {
 			_ = tc("qdisc", "del", "dev", out, "parent", "1:1") // none there is fine
 		}
+	case r.Rate > 0 && r.HTB:
+		for _, args := range r.htbArgs(out, p.cfg.mtu()) {
+			if err := tc(args...); err != nil {
+				return err
+			}
+		}
+		p.shaped[d] = true
 	case r.Rate > 0:
 		if err := tc(r.tbfArgs(out)...); err != nil {
 			return err
 		}
 		p.shaped[d] = true
 	}
-	p.impairments[d].Rate, p.impairments[d].Burst, p.impairments[d].Queue = r.Rate, r.Burst, r.Queue
+	p.impairments[d].Rate, p.impairments[d].Burst, p.impairments[d].Queue, p.impairments[d].HTB = r.Rate, r.Burst, r.Queue, r.HTB
 	p.impairments[d].Delay, p.impairments[d].Duplicate, p.impairments[d].GE = r.Delay, r.Duplicate, r.GE
 
 	if r.MTU > 0 || p.mtu[d] {
@@ -603,6 +718,14 @@ func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
 		p.lossy[d] = r.Loss > 0
 	}
 	p.impairments[d].Loss = r.Loss
+
+	if r.Police != nil || p.policed[d] {
+		if _, err := nft(ctx, p.R.Name, policeScript(policeTable(d), in, r.Police), "-f", "-"); err != nil {
+			return err
+		}
+		p.policed[d] = r.Police != nil
+	}
+	p.impairments[d].Police = r.Police
 	return nil
 }
 
@@ -637,7 +760,7 @@ func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) {
 	if closed {
 		return 0, fmt.Errorf("lab: %s: pair is closed", d)
 	}
-	if emu != nil {
+	if emu != nil && p.R == nil {
 		c := emu.Counters(d)
 		return c.DroppedLoss + c.DroppedGE, nil
 	}

@@ -25,9 +25,16 @@ const (
 	// UseNetem: the router R with kernel qdiscs, netem for delay, tbf for
 	// the bottleneck (see RouterImpairments).
 	UseNetem
+	// UseKernel: the router R with the kernel's own tools for everything
+	// but the delay: tbf or htb for the bottleneck and its queue, nftables
+	// for random loss, a policer and a path MTU's black hole; the emulator
+	// carries only the delay, between A and R (see KernelImpairments). A
+	// second implementation of the same path, so that no diagnosis leans
+	// on an artefact of the emulator's.
+	UseKernel
 )
 
-var backendNames = [...]string{Auto: "auto", UseEmulator: "emulator", UseNetem: "netem"}
+var backendNames = [...]string{Auto: "auto", UseEmulator: "emulator", UseNetem: "netem", UseKernel: "kernel"}
 
 func (b Backend) String() string {
 	if b >= 0 && int(b) < len(backendNames) {
@@ -43,7 +50,7 @@ func ParseBackend(s string) (Backend, error) {
 			return Backend(i), nil
 		}
 	}
-	return 0, fmt.Errorf("backend %q: want auto, emulator or netem", s)
+	return 0, fmt.Errorf("backend %q: want auto, emulator, netem or kernel", s)
 }
 
 // ErrNoNetem: the kernel has no sch_netem.
@@ -122,6 +129,154 @@ func RouterImpairments(c emulator.Config, mtu int) (atob, btoa Impairment, err e
 		return Impairment{}, Impairment{}, err
 	}
 	return atob, btoa, nil
+}
+
+// KernelImpairments translates an emulator configuration for the kernel
+// backend: the delay stays with the emulator (returned as a configuration
+// with nothing else), and the router carries the rest with the kernel's
+// own tools, in this order in R: the policer and random loss (nftables,
+// on arrival), then the bottleneck (tbf, or htb over a bfifo with
+// Impairment.HTB set by the caller) on the link toward the receiver, and
+// the MTU as R's route MTU. What only the emulator or netem does is
+// refused: jitter, reordering, duplication and bursty loss.
+//
+// The bottleneck's rate is corrected as RouterImpairments does for the
+// link it sits on: A→B leaves R by a veth, whose qdisc counts the
+// 14-byte Ethernet header of each frame; B→A leaves by R's TUN device,
+// which has none, so its rate is the emulator's as it stands.
+func KernelImpairments(c emulator.Config, mtu int) (atob, btoa Impairment, delay emulator.Config, err error) {
+	if err := c.Validate(); err != nil {
+		return Impairment{}, Impairment{}, emulator.Config{}, fmt.Errorf("lab: %w", err)
+	}
+	if mtu == 0 {
+		mtu = defaultMTU
+	}
+	conv := func(name emulator.Dir, d emulator.Impairment, frame float64) (Impairment, error) {
+		switch {
+		case d.Jitter > 0:
+			return Impairment{}, fmt.Errorf("lab: %s: the kernel backend has no jitter (it needs netem); use the emulator", name)
+		case d.Reorder > 0:
+			return Impairment{}, fmt.Errorf("lab: %s: the kernel backend has no reordering (it needs netem); use the emulator", name)
+		case d.Duplicate > 0:
+			return Impairment{}, fmt.Errorf("lab: %s: the kernel backend has no duplication (it needs netem); use the emulator", name)
+		case d.GE != nil:
+			return Impairment{}, fmt.Errorf("lab: %s: the kernel backend has no bursty loss (it needs netem); use the emulator", name)
+		}
+		p := Impairment{Loss: d.Loss, MTU: d.MTU, BlackHole: d.BlackHole}
+		if d.Police != nil {
+			pol := *d.Police
+			if pol.Burst == 0 {
+				pol.Burst = emulator.DefaultBurst(pol.Rate)
+			}
+			p.Police = &pol
+		}
+		if d.Rate > 0 {
+			p.Rate = model.Bitrate(float64(d.Rate) * frame)
+			p.Queue = time.Duration(float64(queueBytes(d, mtu)) / p.Rate.BytesPerSecond() * float64(time.Second))
+		}
+		return p, nil
+	}
+	veth := float64(mtu+ethHeader) / float64(mtu)
+	if atob, err = conv(emulator.AtoB, c.AtoB, veth); err != nil {
+		return Impairment{}, Impairment{}, emulator.Config{}, err
+	}
+	if btoa, err = conv(emulator.BtoA, c.BtoA, 1); err != nil {
+		return Impairment{}, Impairment{}, emulator.Config{}, err
+	}
+	delay = emulator.Config{AtoB: emulator.Impairment{Delay: c.AtoB.Delay}, BtoA: emulator.Impairment{Delay: c.BtoA.Delay}, Seed: c.Seed}
+	return atob, btoa, delay, nil
+}
+
+// queueBytes is the emulator's queue limit of d in bytes (packets of the
+// MTU, or time at its rate).
+func queueBytes(d emulator.Impairment, mtu int) model.Bytes {
+	switch q := d.Queue; {
+	case q.Packets > 0:
+		return model.Bytes(q.Packets * mtu)
+	case q.Bytes > 0:
+		return q.Bytes
+	case q.Time > 0:
+		return model.Bytes(d.Rate.BytesPerSecond() * q.Time.Seconds())
+	}
+	return emulator.DefaultQueue(d.Rate).Bytes
+}
+
+// policeScript is the nft script that makes link's ingress drop what
+// exceeds pol's token bucket (nftables' limit, counting IP packets'
+// bytes), replacing any earlier rule in table; with pol nil it only
+// removes the table.
+func policeScript(table, link string, pol *emulator.Policer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table netdev %s {}\ndelete table netdev %s\n", table, table)
+	if pol == nil {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "table netdev %s {\n\tchain police {\n", table)
+	fmt.Fprintf(&b, "\t\ttype filter hook ingress device %q priority -10; policy accept;\n", link)
+	fmt.Fprintf(&b, "\t\tmeta protocol { ip, ip6 } limit rate over %d bytes/second burst %d bytes counter drop comment %q\n",
+		int64(math.Round(pol.Rate.BytesPerSecond())), int64(pol.Burst), fmt.Sprintf("tcpscope lab: policer %v", pol.Rate))
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// policeTable is the nftables table holding direction d's policer.
+func policeTable(d Dir) string {
+	if d == BtoA {
+		return "tcpscope_police_btoa"
+	}
+	return "tcpscope_police_atob"
+}
+
+// Middlebox is what a box on the path does to the TCP handshake in both
+// directions: clamp the MSS a SYN offers, or strip options from it so
+// they are never negotiated (RFC 7323's window scaling and timestamps,
+// RFC 2018's SACK). R does it with nftables in its forward chain; it
+// needs a router (UseNetem, UseKernel, or a pair without Emulated).
+type Middlebox struct {
+	// ClampMSS lowers the MSS option of every SYN to at most this; 0
+	// leaves it.
+	ClampMSS int
+	// StripSACK, StripTimestamps and StripWindowScale remove the option
+	// from every SYN.
+	StripSACK, StripTimestamps, StripWindowScale bool
+}
+
+// IsZero reports whether m does nothing.
+func (m Middlebox) IsZero() bool { return m == Middlebox{} }
+
+func (m Middlebox) validate() error {
+	if m.ClampMSS != 0 && (m.ClampMSS < 88 || m.ClampMSS > 65535) {
+		return fmt.Errorf("lab: middlebox MSS clamp %d: want 88 to 65535 (0 for none)", m.ClampMSS)
+	}
+	return nil
+}
+
+// middleboxTable is the nftables table in R holding the middlebox.
+const middleboxTable = "tcpscope_middlebox"
+
+// middleboxScript is the nft script that installs m in R's forward
+// chain, replacing any earlier one.
+func middleboxScript(m Middlebox) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table inet %s {}\ndelete table inet %s\n", middleboxTable, middleboxTable)
+	if m.IsZero() {
+		return b.String()
+	}
+	fmt.Fprintf(&b, "table inet %s {\n\tchain forward {\n", middleboxTable)
+	b.WriteString("\t\ttype filter hook forward priority mangle; policy accept;\n")
+	if m.ClampMSS > 0 {
+		fmt.Fprintf(&b, "\t\ttcp flags syn tcp option maxseg size > %d tcp option maxseg size set %d counter comment \"tcpscope lab: MSS clamp\"\n", m.ClampMSS, m.ClampMSS)
+	}
+	for _, o := range []struct {
+		on   bool
+		name string
+	}{{m.StripSACK, "sack-perm"}, {m.StripTimestamps, "timestamp"}, {m.StripWindowScale, "window"}} {
+		if o.on {
+			fmt.Fprintf(&b, "\t\ttcp flags syn reset tcp option %s counter comment \"tcpscope lab: strip %s\"\n", o.name, o.name)
+		}
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
 }
 
 // needsNetem reports whether p has impairments only netem provides.

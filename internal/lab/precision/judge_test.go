@@ -1,6 +1,7 @@
 package precision
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -35,7 +36,18 @@ func TestJudge(t *testing.T) {
 		{"cause only as info", rwnd, []model.Finding{f("bottleneck", model.Info, true, c2s), f("rwnd-limited", model.Info, false, c2s)}, false},
 		{"a property beside", Scenario{Want: "timestamps-off", Beside: true, Direction: c2s}, []model.Finding{f("bottleneck", model.Info, true, c2s), f("timestamps-off", model.Info, false, c2s)}, true},
 		{"cause in the other direction", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, s2c)}, false},
+		{"heavy loss named on a path that lost 2%", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("lossy-path", model.Warning, false, c2s)}, true},
+		{"heavy loss: a lossy-path warning where 0.5% was lost", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("lossy-path", model.Warning, false, c2s)}, false},
+		{"heavy loss and something else", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("lossy-path", model.Warning, false, c2s), f("reordering", model.Warning, false, c2s)}, false},
 	} {
+		run := run
+		if strings.HasPrefix(tc.name, "heavy loss") {
+			p := 0.02
+			if strings.Contains(tc.name, "0.5%") {
+				p = 0.005
+			}
+			run = &model.Run{Summary: []model.DirectionSummary{{Direction: c2s, Goodput: model.Some[model.Bitrate](1e6), LossRate: model.Some(p)}}}
+		}
 		if o := Judge(tc.s, run, tc.fs); o.OK != tc.ok {
 			t.Errorf("%s: ok %v, want %v (verdict %v, alarms %v)", tc.name, o.OK, tc.ok, o.Verdict, o.Alarms)
 		}
