@@ -302,8 +302,9 @@ func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 // what the same window carries without loss against what arrived.
 func lossCost(v *view) string {
 	if lossCostsNothing(v) {
+		share, _ := v.ofDelivery()
 		return fmt.Sprintf("It cost this transfer no rate (it averaged %s of the highest rate the kernel measured delivering, %s), but every retransmitted byte took the path's capacity twice, and a loss-based flow sharing the path is held near the Mathis bound.",
-			pct(float64(v.goodput)/float64(v.deliveryMax)), rate(v.deliveryMax))
+			pct(share), rate(v.deliveryMax))
 	}
 	if !v.windowOK || !v.receivedOK || v.windowBound <= 0 {
 		return "What it cost the rate is not known: the window the receiver offered, or what arrived, was not measured."
@@ -317,7 +318,8 @@ func lossCost(v *view) string {
 // a queue standing or having stood (so the losses were a queue
 // overflowing), or under BBR, which keeps its rate whatever it loses.
 func lossCostsNothing(v *view) bool {
-	atCeiling := v.receivedOK && v.deliveryMax > 0 && float64(v.goodput) >= deliveredShare*float64(v.deliveryMax)
+	share, ok := v.ofDelivery()
+	atCeiling := ok && share >= deliveredShare
 	return atCeiling && (pathFull(v) || queueStood(v) || v.cc == "bbr")
 }
 

@@ -129,7 +129,8 @@ func lossEvidence(v *view) model.Evidence {
 // the transfer averaged (not over loopback, whose delivery samples run
 // to hundreds of Gbit/s): the path was not what set the rate.
 func underDelivered(v *view) bool {
-	return !v.local && v.receivedOK && v.deliveryMax > 0 && float64(v.goodput) < deliveredShare*float64(v.deliveryMax)
+	share, ok := v.ofDelivery()
+	return !v.local && ok && share < deliveredShare
 }
 
 // lossUnsettled: a loss-based sender above its Mathis bound with nothing
@@ -205,6 +206,28 @@ func rwndBinds(v *view) bool {
 	return false
 }
 
+// otherEnd is what the other end of the connection must also allow for
+// a window of buf to carry what the fix predicts: a receiver's larger
+// window needs the sender's send buffer to hold it in flight, and a
+// sender's larger buffer needs the receiver to offer the window. Nothing
+// when the other end's settings already allow it, or were not read (a
+// stock iperf3 peer: the fix's prediction assumes it keeps up).
+func otherEnd(v *view, buf model.Bytes, recv bool) []model.Fix {
+	other := bufferFix{where: v.senderName(), set: v.sndSet}
+	if !recv {
+		other = bufferFix{where: v.receiverName(), recv: true, set: v.rcvSet}
+	}
+	has, ok := other.allows()
+	if !ok || has >= buf {
+		return nil
+	}
+	fx, _ := other.fixes(buf, false)
+	for i := range fx {
+		fx[i].Command += fmt.Sprintf(" (this end allows %s, less than the other end's new %s)", has.Binary(), buf.Binary())
+	}
+	return fx
+}
+
 // targetWindow is the window the fix should allow: the target's BDP, or
 // without a target four times today's window (enough to show whether the
 // window was the limit).
@@ -265,13 +288,11 @@ func rwndLimited(v *view, run *model.Run, o Options) model.Finding {
 	}
 	f.Explanation = "TCP can have at most one receive window of data in flight per round trip, so the rate is at most window/RTT. The receiver's window comes from its socket buffer: " +
 		"the autotuning maximum net.ipv4.tcp_rmem, or a fixed SO_RCVBUF (which turns autotuning off). A long path needs a window of its bandwidth-delay product."
-	if run.Config.Window > 0 {
-		f.Fix = []model.Fix{
-			{Where: v.receiverName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.core.rmem_max=%d", buf)},
-			{Where: "application", Kind: "setsockopt", Command: fmt.Sprintf("setsockopt(SO_RCVBUF, %d), or leave SO_RCVBUF unset so autotuning can grow it (tcpscope test -w %s, or no -w)", buf, buf.Binary())},
-		}
-	} else {
-		f.Fix = []model.Fix{{Where: v.receiverName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", buf)}}
+	var allowed bool
+	f.Fix, allowed = bufferFix{where: v.receiverName(), recv: true, set: v.rcvSet}.fixes(buf, run.Config.Window > 0)
+	f.Fix = append(f.Fix, otherEnd(v, buf, true)...)
+	if allowed {
+		f.Explanation += fmt.Sprintf(" This receiver's kernel already allows a %s buffer (net.ipv4.tcp_rmem), so the window was held smaller by the application or by autotuning's pace.", buf.Binary())
 	}
 	f.Effect = fmt.Sprintf("raising the receiver's buffer to %s lifts the window bound from %s to about %s", buf.Binary(), rate(v.windowBound), rate(r))
 	if o.Target == 0 {
@@ -485,13 +506,11 @@ func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 	if v.sndBuf > 0 {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "sender's socket buffer at setup (SO_SNDBUF as granted; autotuning grows it)", Value: v.sndBuf.Binary(), Source: v.source(model.Sender)})
 	}
-	if run.Config.Window > 0 {
-		f.Fix = []model.Fix{
-			{Where: v.senderName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.core.wmem_max=%d", buf)},
-			{Where: "application", Kind: "setsockopt", Command: fmt.Sprintf("setsockopt(SO_SNDBUF, %d), or leave it unset (tcpscope test -w %s, or no -w)", buf, buf.Binary())},
-		}
-	} else {
-		f.Fix = []model.Fix{{Where: v.senderName(), Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_wmem=\"4096 16384 %d\"", buf)}}
+	var allowed bool
+	f.Fix, allowed = bufferFix{where: v.senderName(), set: v.sndSet}.fixes(buf, run.Config.Window > 0)
+	f.Fix = append(f.Fix, otherEnd(v, buf, false)...)
+	if allowed {
+		f.Explanation += fmt.Sprintf(" This sender's kernel already allows a %s buffer (net.ipv4.tcp_wmem), so the buffer was held smaller by the application's own SO_SNDBUF.", buf.Binary())
 	}
 	f.Effect = fmt.Sprintf("a %s send buffer allows about %s", buf.Binary(), rate(r))
 	f.Predicted = model.Some(r)
@@ -651,7 +670,8 @@ func policer(v *view, o Options) (model.Finding, bool) {
 	if v.retrans > 0 && 2*v.dsack >= v.retrans {
 		return model.Finding{}, false // mostly retransmitted for nothing: reordering, not drops
 	}
-	atCeiling := v.deliveryMax > 0 && float64(v.goodput) >= deliveredShare*float64(v.deliveryMax)
+	share, known := v.ofDelivery()
+	atCeiling := known && share >= deliveredShare
 	flat := v.rateSpread > 0 && v.rateSpread <= plateauSpread && v.retransSpread >= sustained
 	outrun := v.quietTail >= quietAfter && v.retransSpread < sustained
 	if !atCeiling && !flat && !outrun {
@@ -667,7 +687,7 @@ func policer(v *view, o Options) (model.Finding, bool) {
 	case flat:
 		ceiling = fmt.Sprintf("the rate sat flat (the largest interval over the smallest, %.2f) under loss in %s of the intervals", v.rateSpread, pct(v.retransSpread))
 	case atCeiling:
-		ceiling = fmt.Sprintf("the transfer averaged %s of the highest rate the kernel measured delivering (%s): a ceiling", pct(float64(v.goodput)/float64(v.deliveryMax)), rate(v.deliveryMax))
+		ceiling = fmt.Sprintf("the transfer averaged %s of the highest rate the kernel measured delivering (%s): a ceiling", pct(share), rate(v.deliveryMax))
 	default:
 		ceiling = fmt.Sprintf("the loss stopped for the last %d intervals while the %s window regrew below the rate slow start had outrun", v.quietTail, v.cc)
 	}

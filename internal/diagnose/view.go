@@ -71,6 +71,9 @@ type view struct {
 	// rcvBuf and sndBuf are the receiver's and sender's socket buffers as
 	// granted at setup (SO_RCVBUF/SO_SNDBUF read back: model.SockBufFor the request).
 	rcvBuf, sndBuf model.Bytes
+	// rcvSet and sndSet are the receiver's and the sender's TCP buffer
+	// settings, as each end read them; nil when an end did not say.
+	rcvSet, sndSet *model.TCPSettings
 	// zeroWindows counts the sender's samples that saw a closed window.
 	zeroWindows, samples int
 	// medianWindow is the median window the receiver advertised over the
@@ -202,6 +205,7 @@ func median[T ~int64 | ~float64](xs []T) T {
 // fill reads the direction's numbers from the run: the sockets' setup,
 // the sender's and the receiver's final samples, then their intervals.
 func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
+	v.sndSet, v.rcvSet = snd.Settings, rcv.Settings
 	ids := v.fillSetup(run)
 	var sndStop, rcvStop stops
 	if v.test {
@@ -608,6 +612,18 @@ func (v *view) senderName() string {
 		return "sender (this client)"
 	}
 	return "sender (the server)"
+}
+
+// ofDelivery is the transfer's goodput per stream over the highest
+// delivery rate the kernel measured (a stream's: each socket measures
+// its own), and whether both are known. Near 1 the transfer ran at the
+// most the path delivered to it at any moment; well below, the path
+// carried more whenever the window let it.
+func (v *view) ofDelivery() (float64, bool) {
+	if !v.receivedOK || v.deliveryMax <= 0 {
+		return 0, false
+	}
+	return float64(v.goodput) / float64(max(v.streams, 1)) / float64(v.deliveryMax), true
 }
 
 // rtoShare is the part of the sender connection's life spent recovering

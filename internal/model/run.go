@@ -342,6 +342,36 @@ type EndReport struct {
 	// together, by its limits for the client's address; absent when it
 	// held it to none.
 	RateCap Bitrate `json:"rate_cap,omitempty"`
+	// Settings are the end's TCP buffer settings when its test began, in
+	// its network namespace; nil when the end did not say (stock iperf3,
+	// a tcpscope end older than this field) or could not read them.
+	Settings *TCPSettings `json:"tcp_settings,omitempty"`
+}
+
+// TCPSettings are the kernel settings that bound an end's windows and
+// buffers: what a fix for a window or a buffer must be computed from.
+type TCPSettings struct {
+	// Rmem and Wmem are net.ipv4.tcp_rmem and tcp_wmem: the bounds of
+	// receive and send buffer autotuning (min, default, max).
+	Rmem Opt[BufferBounds] `json:"tcp_rmem,omitzero"`
+	Wmem Opt[BufferBounds] `json:"tcp_wmem,omitzero"`
+	// RmemMax and WmemMax are net.core.rmem_max and wmem_max, the caps on
+	// what SO_RCVBUF and SO_SNDBUF may ask (autotuning ignores them).
+	RmemMax Opt[Bytes] `json:"rmem_max,omitzero"`
+	WmemMax Opt[Bytes] `json:"wmem_max,omitzero"`
+	// Autotuning is net.ipv4.tcp_moderate_rcvbuf: the receive buffer
+	// grows with the connection's need (send buffers always do).
+	Autotuning Opt[bool] `json:"moderate_rcvbuf,omitzero"`
+	// WindowScaling is net.ipv4.tcp_window_scaling.
+	WindowScaling Opt[bool] `json:"window_scaling,omitzero"`
+}
+
+// BufferBounds is a min, default and max triple as net.ipv4.tcp_rmem
+// holds them.
+type BufferBounds struct {
+	Min     Bytes `json:"min"`
+	Default Bytes `json:"default"`
+	Max     Bytes `json:"max"`
 }
 
 // CPUUse is a process's CPU time over a test as a share of the test's

@@ -276,6 +276,9 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	e := newEnd(model.ClientSide, cfg, streams, func(iv model.Interval) {
 		observe(func(o Observer) { o.Interval(model.ClientSide, &iv) })
 	})
+	// Read on the caller's thread: in a lab host it is the host's
+	// network namespace's.
+	e.settings = tcpinfo.Settings()
 
 	var remoteMu sync.Mutex
 	var remoteIntervals []model.Interval
@@ -356,6 +359,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 		run.Remote.Version, run.Remote.Kernel = done.Version, done.Kernel
 		run.Remote.CPU = done.CPU // nil from a server before it reported CPU use
 		run.Remote.CPUs, run.Remote.CPUQuota = done.CPUs, done.CPUQuota
+		run.Remote.Settings = done.Settings
 		_ = ctl.send(&message{Type: msgBye})
 	} else {
 		run.Warnings = append(run.Warnings, "the server's report is missing: its totals are absent and the summary shows the client's view only")

@@ -105,6 +105,9 @@ type End struct {
 	// by the sampler. cpuMarkOK is false when the kernel refused it.
 	cpuMark   cpuClock
 	cpuMarkOK bool
+	// settings are the end's TCP buffer settings, read in its network
+	// namespace by whoever made the end (nil: not read).
+	settings *model.TCPSettings
 	// cpus and cpuQuota are what the process may use, read as run
 	// starts; quotaDir is the cgroup whose quota it is.
 	cpus     model.Opt[int]
@@ -1201,6 +1204,7 @@ func (e *End) report(version string) model.EndReport {
 		CPUs:      e.cpus,
 		CPUQuota:  e.cpuQuota,
 		RateCap:   e.rateCap,
+		Settings:  e.settings,
 	}
 }
 

@@ -185,6 +185,7 @@ func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, writeLength mo
 	}
 	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
 	e.setOptions(o)
+	e.settings = t.s.tcpSettings()
 	e.hardStop = t.t.class.MaxDuration
 	e.readCap = readCap
 	if readCap > 0 {

@@ -793,6 +793,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 			cancel()
 		}
 	})
+	e.settings = s.tcpSettings()
 	e.hardStop = t.class.MaxDuration
 	e.readCap = readCap
 	if readCap > 0 {
@@ -1026,6 +1027,14 @@ func applyOptions(st *Stream, cfg *model.TestConfig) error {
 	}
 	_ = st.conn.SetNoDelay(cfg.NoDelay)
 	return nil
+}
+
+// tcpSettings reads the TCP buffer settings of the listener's network
+// namespace, which bound the windows and buffers of the server's end.
+func (s *Server) tcpSettings() *model.TCPSettings {
+	var st *model.TCPSettings
+	_ = s.inNetns(func() error { st = tcpinfo.Settings(); return nil })
+	return st
 }
 
 func (s *Server) inNetns(f func() error) error {

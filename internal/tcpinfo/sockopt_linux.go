@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/bits"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -288,6 +290,68 @@ func AvailableCongestion() []string {
 		return nil
 	}
 	return strings.Fields(string(b))
+}
+
+// Settings reads the TCP buffer settings of the calling thread's network
+// namespace from /proc/sys (a namespace's own tcp_rmem and tcp_wmem; the
+// net.core caps are the machine's, shown read-only in a namespace). A
+// setting that cannot be read stays absent; nil when none could.
+func Settings() *model.TCPSettings {
+	return settingsFrom("/proc/sys")
+}
+
+// settingsFrom reads Settings under root (a /proc/sys or a fixture).
+func settingsFrom(root string) *model.TCPSettings {
+	read := func(key string) []string {
+		b, err := os.ReadFile(filepath.Join(root, strings.ReplaceAll(key, ".", "/")))
+		if err != nil {
+			return nil
+		}
+		return strings.Fields(string(b))
+	}
+	num := func(f []string) (int64, bool) {
+		if len(f) != 1 {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		return n, err == nil && n >= 0
+	}
+	bounds := func(key string) model.Opt[model.BufferBounds] {
+		f := read(key)
+		if len(f) != 3 {
+			return model.Opt[model.BufferBounds]{}
+		}
+		var v [3]int64
+		for i := range f {
+			n, ok := num(f[i : i+1])
+			if !ok {
+				return model.Opt[model.BufferBounds]{}
+			}
+			v[i] = n
+		}
+		return model.Some(model.BufferBounds{Min: model.Bytes(v[0]), Default: model.Bytes(v[1]), Max: model.Bytes(v[2])})
+	}
+	size := func(key string) model.Opt[model.Bytes] {
+		if n, ok := num(read(key)); ok {
+			return model.Some(model.Bytes(n))
+		}
+		return model.Opt[model.Bytes]{}
+	}
+	flag := func(key string) model.Opt[bool] {
+		if n, ok := num(read(key)); ok {
+			return model.Some(n != 0)
+		}
+		return model.Opt[bool]{}
+	}
+	s := &model.TCPSettings{
+		Rmem: bounds("net.ipv4.tcp_rmem"), Wmem: bounds("net.ipv4.tcp_wmem"),
+		RmemMax: size("net.core.rmem_max"), WmemMax: size("net.core.wmem_max"),
+		Autotuning: flag("net.ipv4.tcp_moderate_rcvbuf"), WindowScaling: flag("net.ipv4.tcp_window_scaling"),
+	}
+	if *s == (model.TCPSettings{}) {
+		return nil
+	}
+	return s
 }
 
 // KernelRelease is the running kernel's release (uname -r), or "" when

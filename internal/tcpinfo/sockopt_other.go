@@ -66,5 +66,8 @@ func Apply(c syscall.Conn, o SocketOptions) error {
 // AvailableCongestion reports nothing.
 func AvailableCongestion() []string { return nil }
 
+// Settings reports nothing: the settings are Linux's.
+func Settings() *model.TCPSettings { return nil }
+
 // KernelRelease reports nothing.
 func KernelRelease() string { return "" }

@@ -45,6 +45,12 @@ type Outcome struct {
 	// Detail is the verdict's findings' summaries: their evidence in
 	// words, to tell after the fact why a run missed.
 	Detail string
+	// FixProblems are the fixes of the diagnosis that would lower a
+	// setting an end has, or leave a window or buffer limit where it is
+	// (diagnose.FixProblems); any makes the run wrong.
+	FixProblems []string
+	// Run is the test's result, for saving (lab precision --save).
+	Run *model.Run
 }
 
 // healthyVerdicts are what a clean path's headline may be.
@@ -143,12 +149,21 @@ func runOne(ctx context.Context, s Scenario) Outcome {
 	}
 	// A broken path may end the test early; its diagnosis must still say
 	// why, so the run is judged all the same.
-	return Judge(s, run, diagnose.Test(run, diagnose.Options{}))
+	fs := diagnose.Test(run, diagnose.Options{})
+	o := Judge(s, run, fs)
+	o.FixProblems = diagnose.FixProblems(run, fs)
+	o.OK = o.OK && len(o.FixProblems) == 0
+	o.Run = run
+	return o
 }
 
 // inLab builds the scenario's pair, serves in B and tests from A.
 func inLab(ctx context.Context, s Scenario, cfg model.TestConfig) (*model.Run, error) {
-	p, err := lab.NewPair(ctx, lab.PairConfig{MTU: s.MTU, A: s.A, B: s.B, Backend: lab.UseEmulator,
+	backend := s.Backend
+	if backend == lab.Auto {
+		backend = lab.UseEmulator
+	}
+	p, err := lab.NewPair(ctx, lab.PairConfig{MTU: s.MTU, A: s.A, B: s.B, Backend: backend, Middlebox: s.Middlebox,
 		Emulated: &emulator.Config{AtoB: s.AtoB, BtoA: s.BtoA, Seed: s.Seed}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: build the lab: %w", s.Name, err)
@@ -308,4 +323,74 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// RandomTable writes the random suite's outcomes as Markdown: the hit
+// rate per cause, the false alarms on healthy paths, then every run
+// judged wrong with its name (seed, index and what was drawn), its
+// verdict and the detail to tell why.
+func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
+	byName := map[string]Scenario{}
+	for _, s := range scenarios {
+		byName[s.Name] = s
+	}
+	type tally struct{ runs, ok, noted, errs int }
+	per := map[string]*tally{}
+	var kinds []string
+	var wrong []Outcome
+	for _, o := range out {
+		s := byName[o.Scenario]
+		kind := s.Want
+		if s.Healthy {
+			kind = "healthy"
+		}
+		t := per[kind]
+		if t == nil {
+			t = &tally{}
+			per[kind] = t
+			kinds = append(kinds, kind)
+		}
+		switch {
+		case o.Err != nil:
+			t.errs++
+			continue
+		case o.OK:
+			t.ok++
+		default:
+			wrong = append(wrong, o)
+		}
+		t.runs++
+		if o.LossNoted && o.OK {
+			t.noted++
+		}
+	}
+	slices.Sort(kinds)
+	fmt.Fprintln(w, "| cause | runs | right | rate |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	var hits, imp, healthyRuns, healthyOK, noted, errs int
+	for _, k := range kinds {
+		t := per[k]
+		fmt.Fprintf(w, "| %s | %d | %d | %.0f%% |\n", k, t.runs, t.ok, 100*float64(t.ok)/float64(max(t.runs, 1)))
+		errs += t.errs
+		if k == "healthy" {
+			healthyRuns, healthyOK, noted = t.runs, t.ok, t.noted
+			continue
+		}
+		hits, imp = hits+t.ok, imp+t.runs
+	}
+	fmt.Fprintf(w, "\nHit rate: %d of %d impairment runs (%.1f%%). False alarms: %d of %d healthy runs",
+		hits, imp, 100*float64(hits)/float64(max(imp, 1)), healthyRuns-healthyOK, healthyRuns)
+	if noted > 0 {
+		fmt.Fprintf(w, " (%d of the right ones retransmitted %.0f%% or more and carry the loss warning that requires)", noted, 100*diagnose.HeavyLoss)
+	}
+	fmt.Fprintln(w, ".")
+	if errs > 0 {
+		fmt.Fprintf(w, "%d runs could not be made and are not counted.\n", errs)
+	}
+	if len(wrong) > 0 {
+		fmt.Fprintln(w, "\nEvery run judged wrong:")
+		for _, o := range wrong {
+			fmt.Fprintf(w, "\n- %s: verdict %s, goodput %v.\n", o.Scenario, orNone(strings.Join(o.Verdict, " + ")), o.Goodput)
+		}
+	}
 }

@@ -40,6 +40,12 @@ type Scenario struct {
 	// today: CI reports such a miss without failing, every other miss
 	// fails it, and docs/DIAGNOSES.md gives the measured hit rate.
 	Known string
+	// Backend carries the path: the emulator (the zero value, Auto, means
+	// the emulator here) or the kernel's own tools (lab.UseKernel).
+	Backend lab.Backend
+	// Middlebox is what a box on the path does to the handshake (the
+	// kernel backend's router only).
+	Middlebox *lab.Middlebox
 }
 
 const (
@@ -258,6 +264,17 @@ func Impairments() []Scenario {
 		impaired("policer at 50 Mbit/s, 40 ms, cubic", 0, 40*ms, "cubic", "policer", func(ab *emulator.Impairment) {
 			ab.Police = &emulator.Policer{Rate: 50 * mbit, Burst: 2 * model.MB}
 		}),
+		// The kernel's own policer (nftables' limit, whose bucket holds a
+		// second of the rate) behind a faster bottleneck: slow start's
+		// burst queues at the 300 Mbit/s link before the policer drops,
+		// and the first rule read that queue as a bottleneck's.
+		func() Scenario {
+			s := impaired("nftables policer at 50 Mbit/s behind 300 Mbit/s, 40 ms, cubic (kernel)", 300*mbit, 40*ms, "cubic", "policer", func(ab *emulator.Impairment) {
+				ab.Police = &emulator.Policer{Rate: 50 * mbit, Burst: 10_000}
+			})
+			s.Backend = lab.UseKernel
+			return s
+		}(),
 		// The window and the loss bind together: both in the verdict.
 		func() Scenario {
 			s := withHost(impaired("256 KiB window and 0.05% loss, 60 ms, cubic", 0, 60*ms, "cubic", "rwnd-limited",
