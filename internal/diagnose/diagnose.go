@@ -124,6 +124,12 @@ const (
 	// rate: above cubic's sawtooth under random loss (0.85 of its peaks)
 	// and reno's (0.75). See queueAtRate.
 	atPathShare = 0.95
+	// atRateQueueMin and atRateQueueSegs: the least standing queue, in
+	// time and in segments at the rate, that queueAtRate reads as one:
+	// above the 0.2–0.4 ms the hosts' and the emulator's scheduling add,
+	// and two of a sender's 4-segment bursts.
+	atRateQueueMin  = 500 * time.Microsecond
+	atRateQueueSegs = 8
 	// poissonMedian and poissonLow: with a median of at least
 	// poissonMedian retransmissions per measured interval, random loss
 	// leaves no interval under 1/poissonLow of it (P ≈ 2·10⁻⁵ for a
@@ -445,9 +451,17 @@ func queuedSegs(v *view) float64 {
 // through a 162 Mbit/s link with a 2 ms queue, 6 ms away, stood 1.1 ms
 // (13 segments) at 1.05 of its delivery peak, and was read as loss-limited
 // by a queue threshold of 2 ms.
+//
+// A sender held by its own window or buffer runs at a ceiling too, with
+// the scheduling of the hosts and the emulator adding up to 0.4 ms to
+// its smoothed round trip (4.5 segments at 155 Mbit/s, a 1.2 MiB window
+// on a 949 Mbit/s, 63 ms path): so the queue must stand at least
+// atRateQueueMin and atRateQueueSegs, and the receiver's window must
+// have had room (its bound coLimit × the rate or more).
 func queueAtRate(v *view) bool {
 	share, ok := v.ofDelivery()
-	return ok && share >= atPathShare && queuedSegs(v) >= fullQueueSegs
+	return ok && share >= atPathShare && v.srtt-v.minRTT >= atRateQueueMin && queuedSegs(v) >= atRateQueueSegs &&
+		v.windowOK && float64(v.windowBound) >= coLimit*float64(v.goodput)
 }
 
 // queueStood: at some moment, slow start's included, the round trip

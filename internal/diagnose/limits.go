@@ -409,6 +409,10 @@ func sndbufBinds(v *view, run *model.Run) bool {
 	l := v.limited
 	fullInSamples := v.fullShare >= appShare && v.fullSamples >= minFullSamples
 	switch {
+	case idledByBuffer(v, run):
+		// Before the path's queue is read too: the bursts the buffer
+		// lets out queue for a moment at the bottleneck.
+		return true
 	case overrunBinds(v, run):
 		// Before the path's queue is read: the bursts past the buffer
 		// queue at the bottleneck for a moment (4 ms at 52 Mbit/s of
@@ -436,6 +440,31 @@ func sndbufBinds(v *view, run *model.Run) bool {
 	return v.fullShare >= appShare && v.fullSamples >= minFullSamples && run.Config.Bitrate == 0 && (v.test || v.sendQPlateau)
 }
 
+// idledByBuffer: a memory-to-memory sender (it always has data; no -b)
+// whose largest send buffer holds less than the bandwidth-delay product
+// at the highest rate the kernel measured delivering, averaged well
+// under that rate (under deliveredShare of it, per stream), with no loss
+// to explain the gap (its Mathis bound at least 1.5 × the rate) and the
+// receiver's window far from the limit (its bound 3 × the rate or
+// more). Nothing else idles such a sender: its buffer ran dry of room
+// between bursts, whatever the samples caught. The kernel counts those
+// bursts as congestion-window time and a sample catches a queue past the
+// buffer only now and then (2 of 4 in one run of a 810 KiB buffer at
+// 368 Mbit/s, 43 ms: 169 Mbit/s, delivered at up to 359; 1 of 4 in
+// another, called the bottleneck).
+func idledByBuffer(v *view, run *model.Run) bool {
+	if v.local || !v.test || run.Config.Bitrate != 0 || v.sndBufMax <= 0 || v.deliveryFloor <= 0 || v.minRTT <= 0 || !underDelivered(v) {
+		return false
+	}
+	if v.lossOK && v.loss >= lossFloor && v.mss > 0 && float64(mathisBound(v, Options{})) < 1.5*float64(v.goodput) {
+		return false // loss explains the rate
+	}
+	if !v.windowOK || float64(v.windowBound) < coLimit*float64(v.goodput) {
+		return false // the receiver's window may be what held it
+	}
+	return v.sndBufMax < tcpmath.BDP(v.deliveryFloor, v.minRTT)
+}
+
 // overrunBinds: in most measured samples the send queue ran past its
 // buffer (overrun), and the buffer is smaller than the bandwidth-delay
 // product at the highest rate the kernel measured delivering (any
@@ -459,8 +488,9 @@ func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 	buf := bufferFor(w)
 	chrono := v.limitedOK && v.limited.Sndbuf >= sndbufShare && v.limited.Sndbuf >= v.limited.Cwnd
 	over := !chrono && overrunBinds(v, run)
-	if over {
-		now = max(now, model.SockBufData(v.overrunBuf))
+	idled := !chrono && !over && idledByBuffer(v, run)
+	if over || idled {
+		now = max(now, model.SockBufData(max(v.overrunBuf, v.sndBufMax)))
 		w, r = targetWindow(v, o, now)
 		buf = bufferFor(w)
 	}
@@ -473,6 +503,12 @@ func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 		if !v.test {
 			f.Confidence = model.Medium // the application is not known to have had more
 		}
+	case idled:
+		share, _ := v.ofDelivery()
+		f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: its largest, %s, is less than the path's bandwidth-delay product (%s: up to %s delivered, %v round trip), and the transfer averaged %s of that rate with no loss or window to explain it. "+
+			"Between bursts the application had no room to queue more, and the path idled.",
+			v.sndBufMax.Binary(), tcpmath.BDP(v.deliveryFloor, v.minRTT).Decimal(), rate(v.deliveryFloor), v.minRTT.Round(time.Microsecond), pct(share))
+		f.Confidence = model.Medium
 	case !chrono:
 		f.Summary = fmt.Sprintf("The sender's socket buffer limits this transfer: in %s of the samples it held %s sent and unacknowledged with nothing more unsent, while the congestion window allowed %s and the receiver offered %s; %s per round trip of %v is %s.",
 			pct(v.fullShare), v.idleSendQ.Binary(), v.idleCwnd.Binary(), v.peerWindow.Binary(), v.idleFlight.Binary(), v.minRTT.Round(time.Microsecond),
@@ -488,6 +524,11 @@ func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 		f.Evidence = append(f.Evidence,
 			model.Evidence{What: "samples with the send queue past its buffer (by half again and 64 KiB)", Value: pct(v.overrunShare), Source: v.source(model.Sender)},
 			model.Evidence{What: "in them (median): send queue, send buffer", Value: fmt.Sprintf("%s, %s", v.overrunSendQ.Binary(), v.overrunBuf.Binary()), Source: v.source(model.Sender)},
+			model.Evidence{What: "highest delivery rate the kernel measured (application-limited samples included)", Value: rate(v.deliveryFloor), Source: v.source(model.Sender)})
+	}
+	if idled {
+		f.Evidence = append(f.Evidence,
+			model.Evidence{What: "largest send buffer sampled (SO_SNDBUF as autotuning grew it)", Value: v.sndBufMax.Binary(), Source: v.source(model.Sender)},
 			model.Evidence{What: "highest delivery rate the kernel measured (application-limited samples included)", Value: rate(v.deliveryFloor), Source: v.source(model.Sender)})
 	}
 	if v.idleSamples > 0 {
@@ -766,9 +807,13 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 	if v.cc != "" {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)})
 	}
+	per := model.Bitrate(float64(v.goodput) / float64(max(v.streams, 1)))
 	f.Fix = []model.Fix{
 		{Where: "path", Kind: "ethtool", Command: "on each host and router interface along the path: ethtool -S IFACE | grep -iE 'err|drop|crc'; ip -s link show IFACE"},
 		{Where: "path", Kind: "ethtool", Command: "ethtool IFACE: both ends of every link at the same speed and full duplex"},
+		// A policer whose bucket is a few packets drops every burst, at
+		// random as far as the ends can see; paced, its drops stop.
+		{Where: v.senderName(), Kind: "tcpscope", Command: fmt.Sprintf("tcpscope test --fq-rate %s (paced at the rate it got): if the loss stops, a policer with a small bucket is dropping the sender's bursts; random loss does not care", per)},
 	}
 	if v.cc != "bbr" {
 		f.Fix = append(f.Fix, model.Fix{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (does not read random loss as congestion)"})

@@ -107,6 +107,9 @@ type view struct {
 	overrunShare             float64
 	overrunSamples           int
 	overrunSendQ, overrunBuf model.Bytes
+	// sndBufMax is the largest send buffer sampled over the measured
+	// intervals (SO_SNDBUF as autotuning grew it); 0 when none was.
+	sndBufMax model.Bytes
 	// medianRecvQ is the median of the receiver's unread bytes (SIOCINQ)
 	// over the measured intervals; recvQOK says it was sampled.
 	medianRecvQ model.Bytes
@@ -471,6 +474,9 @@ func (v *view) addMeasured(c *senderSamples, tcp *model.Sample) {
 				v.fullSamples++
 			}
 		}
+	}
+	if b, ok := tcp.SndBuf.Get(); ok {
+		v.sndBufMax = max(v.sndBufMax, b)
 	}
 	if q, b, ok := overrun(tcp); ok {
 		v.overrunSamples++

@@ -224,7 +224,11 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 			loss = logUniform(r, 1e-3, 0.05)
 		}
 		bound := tcpmath.Mathis(1448, p.rtt, loss, tcpmath.MathisC)
-		if kind == "loss-limited" && (!lossBased || bound > half) {
+		// The loss binds within the test: at the bound's rate the 4 s
+		// measured hold 20 losses or more (fewer is a window that
+		// regrows to the path's rate between two of them).
+		events := loss * bound.BytesPerSecond() * 4 / 1500
+		if kind == "loss-limited" && (!lossBased || bound > half || events < 20) {
 			return s, nil, false
 		}
 		if kind == "lossy-path" {
@@ -233,6 +237,11 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 			s.Test.Congestion, s.Beside = "bbr", true
 			if bound > half {
 				return s, nil, false
+			}
+			if loss >= 0.01 {
+				// Heavy loss holds bbr too (recovery takes its rounds):
+				// then it is the rate's cause, and named as such.
+				s.Also = []string{"loss-limited"}
 			}
 		}
 		s.AtoB.Loss = loss
@@ -254,6 +263,13 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 			return s, nil, false
 		}
 		s.AtoB.Police = &emulator.Policer{Rate: rate, Burst: burst}
+		if burst < 10*1500 {
+			// A bucket of a few packets drops a sender's every burst,
+			// at random as far as the ends can see: the sender sits at
+			// the Mathis bound of that loss, and loss-limited names
+			// what holds the rate (its fix says to test paced).
+			s.Also = []string{"loss-limited"}
+		}
 		return s, []string{fmt.Sprintf("policer %v, bucket %s", rate, burst.Decimal())}, true
 	case "sack-off", "timestamps-off":
 		s.Beside = kind == "timestamps-off"
@@ -278,9 +294,14 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 		s.B.MSS = mss
 		return s, []string{fmt.Sprintf("receiver advertises MSS %d", mss)}, true
 	case "reordering":
-		p := logUniform(r, 0.005, 0.05)
-		s.AtoB.Reorder = p
-		return s, []string{fmt.Sprintf("%.2g%% reordered", 100*p)}, true
+		share := logUniform(r, 0.005, 0.05)
+		// 40 packets or more overtaken in the 4 s measured, at the
+		// path's rate: fewer is the kernel's own noise floor's order.
+		if share*p.rate.BytesPerSecond()*4/1500 < 40 {
+			return s, nil, false
+		}
+		s.AtoB.Reorder = share
+		return s, []string{fmt.Sprintf("%.2g%% reordered", 100*share)}, true
 	case "slow-reader":
 		rate := model.Bitrate(between(r, 0.05, 0.5) * float64(p.rate))
 		if rate < mbit {
