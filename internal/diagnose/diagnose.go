@@ -181,6 +181,11 @@ const (
 	// whenever the sender exceeds its rate) makes it; slow start's one
 	// overshoot loses in one or two.
 	sustained = 0.75
+	// growthRise: a rate whose last measured interval is this many times
+	// its first, rising in most steps, was still climbing (see
+	// stillGrowing): a sender at the path's rate varies by its sawtooth,
+	// reno's 0.5–1 of its peak, and does not climb through a test.
+	growthRise = 1.25
 	// smallMSS: an MSS below this on a path whose MTU allows 1460 is small.
 	smallMSS = 1000
 	// rtoShare: a sender that spent this share of the test recovering

@@ -74,7 +74,48 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 	if heavy(v) && v.receivedOK && !lossCostsNothing(v) {
 		return []model.Finding{lossHeld(v, o)}
 	}
+	if f, ok := stillGrowing(v); ok {
+		return []model.Finding{f}
+	}
 	return []model.Finding{bottleneck(v, o)}
+}
+
+// stillGrowing: the test ended before the congestion control found the
+// path's rate. The window held the sender (cwnd-limited most of the
+// time), no queue stood and nothing was lost in the measured time, so
+// nothing on the path had stopped it, and the rate rose through the
+// measured intervals (the last at least growthRise × the first, rising
+// in most steps): the window was still growing toward the path's rate
+// when the test ended. Slow start that ended early (a loss in it, or
+// HyStart's delay test) leaves a loss-based sender growing a segment or
+// so a round trip: reno at 137 ms from 2 to 4 Mbit/s over 4 s on a
+// 28 Mbit/s path, which was called the bottleneck, healthy.
+func stillGrowing(v *view) (model.Finding, bool) {
+	if !v.sndKernel || !v.receivedOK || !v.limitedOK || v.limited.Cwnd < limitedShare || v.local || pathFull(v) ||
+		v.rateFirst <= 0 || float64(v.rateLast) < growthRise*float64(v.rateFirst) || v.rateRises < 2.0/3 ||
+		(v.lossOK && v.loss >= lossyShare) {
+		return model.Finding{}, false
+	}
+	f := model.Finding{ID: "still-growing", Layer: model.LayerTransport, Severity: model.Warning, Confidence: model.Medium}
+	cc := v.cc
+	if cc == "" {
+		cc = "the congestion control"
+	}
+	f.Summary = fmt.Sprintf("The test ended before TCP found the path's rate: %s's congestion window grew through the measured time, the rate rising from %s to %s a second with no loss and no queue to stop it, so the %s it averaged is not what the path carries.",
+		cc, rate(v.rateFirst), rate(v.rateLast), rate(v.goodput))
+	f.Explanation = "A congestion window grows until loss or a queue stops it. When slow start ends early (a loss in it, or HyStart's delay test), a loss-based sender grows its window by about a segment each round trip, which on a long path takes seconds or minutes to reach the path's rate; the test measured the climb, not the path."
+	f.Evidence = []model.Evidence{goodputEvidence(v),
+		{What: "goodput of the first and the last measured interval", Value: fmt.Sprintf("%s, %s", rate(v.rateFirst), rate(v.rateLast)), Source: v.source(model.Receiver)},
+		{What: "share of the steps between measured intervals that rose", Value: pct(v.rateRises), Source: v.source(model.Receiver)},
+		lossEvidence(v), rttEvidence(v), limitedEvidence(v)}
+	if v.cc != "" {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "congestion control", Value: v.cc, Source: v.source(model.Sender)})
+	}
+	f.Fix = []model.Fix{
+		{Where: "application", Kind: "tcpscope", Command: "test for longer (tcpscope test -t 30) so the window reaches the path's rate"},
+		{Where: v.senderName(), Kind: "sysctl", Command: "sysctl -w net.ipv4.tcp_congestion_control=bbr (it finds the path's rate in a few round trips)"},
+	}
+	return f, true
 }
 
 // lossHeld: heavy loss that no other rule explains, and that cost the
@@ -986,10 +1027,23 @@ func notJudged(v *view, run *model.Run) model.Finding {
 // to a rate (-b) that got near it sent little because it was asked to,
 // in small writes: every paced test at a server's end looked stalled.
 func stalledAtReceiver(v *view, run *model.Run) (model.Finding, bool) {
-	if !v.test || !v.receivedOK || v.received >= stalledBytes || v.rcvMSS <= 0 || v.advMSS <= 0 || v.rcvMSS >= v.advMSS {
+	if !v.test || !v.receivedOK || v.received >= stalledBytes {
 		return model.Finding{}, false
 	}
 	if asked := float64(run.Config.Bitrate) * float64(max(v.streams, 1)); asked > 0 && float64(v.goodput) >= pacedShare*asked {
+		return model.Finding{}, false
+	}
+	if v.rcvMSS <= 0 || v.advMSS <= 0 || v.rcvMSS >= v.advMSS {
+		if v.received == 0 {
+			// Nothing arrived at all: not even the segment sizes tell the
+			// cause, but a transfer that moved nothing is never "kept up".
+			f := model.Finding{ID: "pmtu-blackhole", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Low}
+			f.Summary = "The connection opened but no data arrived, and the sender's report never came: the path drops what the data connection sends. A path-MTU black hole does this (the handshake's small packets cross, full-size ones do not); so does a path that loses everything for long stretches. Seen from the receiver only."
+			f.Explanation = stalledExplanation
+			f.Evidence = []model.Evidence{{What: "bytes received", Value: "0 B", Source: v.source(model.Receiver)}}
+			f.Fix = stalledFix(v)
+			return f, true
+		}
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "pmtu-blackhole", Layer: model.LayerNetwork, Severity: model.Critical, Confidence: model.Medium}

@@ -124,6 +124,11 @@ type view struct {
 	// per-interval goodput over the measured intervals (≥ 3 of them);
 	// 0 when not known. Near 1: the rate sat on a plateau.
 	rateSpread float64
+	// rateFirst and rateLast are the first and last measured intervals'
+	// goodput, and rateRises the share of the steps between measured
+	// intervals that rose (≥ 3 intervals; 0 when not known).
+	rateFirst, rateLast model.Bitrate
+	rateRises           float64
 
 	loss    float64 // retransmitted / sent bytes at the sender
 	lossOK  bool
@@ -148,13 +153,14 @@ type view struct {
 	peakRTT time.Duration
 
 	rtos       uint32        // retransmission timeouts in the connection's life
-	rtoTime    time.Duration // time spent recovering from them
+	rtoTime    time.Duration // time spent recovering from them, all streams together
+	rtoStreams int           // the streams whose counters those are
 	reordSeen  uint32
 	reordering uint32 // the kernel's reordering degree at the end
 	dsack      uint32
 	segsOut    uint32 // data segments sent in the connection's life; 0: unknown
 
-	deliveryMax model.Bitrate // the highest delivery-rate sample
+	deliveryMax model.Bitrate // the highest delivery rate measured, the streams' samples summed
 	// deliveryFloor is the highest delivery-rate sample, those the kernel
 	// marked application-limited included: a rate the path certainly
 	// carries (an application-limited sample can only understate it). A
@@ -314,6 +320,7 @@ func (v *view) fillSenderTotals(snd *model.EndReport, ids map[int]bool) int {
 		}
 		v.rtos += f.TotalRTO.V
 		v.rtoTime += f.TotalRTOTime.V
+		v.rtoStreams++
 		v.reordSeen += f.ReordSeen.V
 		v.reordering = max(v.reordering, f.Reordering)
 		v.dsack += f.DSACKDups.V
@@ -409,6 +416,14 @@ func (v *view) fillReceiverIntervals(run *model.Run, rcv *model.EndReport, ids m
 		if lo > 0 {
 			v.rateSpread = float64(hi) / float64(lo)
 		}
+		up := 0
+		for i := 1; i < len(order); i++ {
+			if perInterval[order[i]] > perInterval[order[i-1]] {
+				up++
+			}
+		}
+		v.rateFirst, v.rateLast = perInterval[order[0]], perInterval[order[len(order)-1]]
+		v.rateRises = float64(up) / float64(len(order)-1)
 	}
 }
 
@@ -421,6 +436,10 @@ type senderSamples struct {
 	overQ, overBuf                []model.Bytes
 	over, measured, allMeasured   int
 	retransIn                     map[int]uint32 // retransmitted segments per measured interval
+	// deliveredIn is the streams' delivery rates summed per measured
+	// interval (samples the kernel marked application-limited left
+	// out): what the path delivered to the transfer at that moment.
+	deliveredIn map[int]model.Bitrate
 }
 
 // fillSenderIntervals reads the sender's samples before planned (0: no
@@ -428,7 +447,7 @@ type senderSamples struct {
 // the measured ones, idle and overrun samples, the window, RTT and
 // delivery rate.
 func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndStop stops, planned time.Duration) {
-	c := senderSamples{retransIn: map[int]uint32{}}
+	c := senderSamples{retransIn: map[int]uint32{}, deliveredIn: map[int]model.Bitrate{}}
 	for _, iv := range snd.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
@@ -451,7 +470,13 @@ func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndSt
 				continue
 			}
 			v.addMeasured(&c, &si.TCP)
+			if d, ok := si.TCP.DeliveryRate.Get(); ok && !si.TCP.DeliveryRateAppLimited {
+				c.deliveredIn[iv.Index] += d
+			}
 		}
+	}
+	for _, d := range c.deliveredIn {
+		v.deliveryMax = max(v.deliveryMax, d)
 	}
 	v.retransPattern(c.retransIn)
 	v.settleSender(&c)
@@ -495,9 +520,6 @@ func (v *view) addMeasured(c *senderSamples, tcp *model.Sample) {
 	}
 	if d, ok := tcp.DeliveryRate.Get(); ok {
 		v.deliveryFloor = max(v.deliveryFloor, d)
-		if !tcp.DeliveryRateAppLimited {
-			v.deliveryMax = max(v.deliveryMax, d)
-		}
 	}
 }
 
@@ -620,16 +642,17 @@ func (v *view) senderName() string {
 	return "sender (the server)"
 }
 
-// ofDelivery is the transfer's goodput per stream over the highest
-// delivery rate the kernel measured (a stream's: each socket measures
-// its own), and whether both are known. Near 1 the transfer ran at the
-// most the path delivered to it at any moment; well below, the path
-// carried more whenever the window let it.
+// ofDelivery is the transfer's goodput over the highest delivery rate
+// the kernel measured (its streams' rates summed at one sample: -P 4
+// streams sharing a bottleneck each see the whole path at moments, but
+// never all at once), and whether both are known. Near 1 the transfer
+// ran at the most the path delivered to it at any moment; well below,
+// the path carried more whenever the window let it.
 func (v *view) ofDelivery() (float64, bool) {
 	if !v.receivedOK || v.deliveryMax <= 0 {
 		return 0, false
 	}
-	return float64(v.goodput) / float64(max(v.streams, 1)) / float64(v.deliveryMax), true
+	return float64(v.goodput) / float64(v.deliveryMax), true
 }
 
 // rtoShare is the part of the sender connection's life spent recovering
@@ -638,7 +661,9 @@ func (v *view) rtoShare() float64 {
 	if v.life <= 0 {
 		return 0
 	}
-	return float64(v.rtoTime) / float64(v.life)
+	// Each stream's connection spends its own time in timeouts: the
+	// share is their average, not their sum over one life.
+	return float64(v.rtoTime) / float64(max(v.rtoStreams, 1)) / float64(v.life)
 }
 
 // overrun reports a sample whose send queue held more than its send

@@ -53,6 +53,11 @@ type Outcome struct {
 	Run *model.Run
 }
 
+// lossNotes are the findings a healthy path's own heavy loss carries: the
+// loss, and the timeouts it caused (four bbr streams overflowing a
+// 0.8 BDP queue lost 15% and timed out).
+var lossNotes = map[string]bool{"lossy-path": true, "rto-stalls": true}
+
 // healthyVerdicts are what a clean path's headline may be.
 var healthyVerdicts = []string{"bottleneck", "healthy"}
 
@@ -84,14 +89,15 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 	if s.Healthy {
 		alarms := o.Alarms
 		if p, ok := o.Loss.Get(); ok && p >= diagnose.HeavyLoss && slices.Contains(o.Alarms, "lossy-path") {
-			// The loss finding the no-silent-loss rule requires, and
-			// the bottleneck's verdict raised to its severity.
-			alarms = slices.DeleteFunc(slices.Clone(alarms), func(id string) bool { return id == "lossy-path" || id == "bottleneck" })
+			// The loss finding the no-silent-loss rule requires (and
+			// the timeouts the loss caused), and the bottleneck's
+			// verdict raised to their severity.
+			alarms = slices.DeleteFunc(slices.Clone(alarms), func(id string) bool { return lossNotes[id] || id == "bottleneck" })
 			o.LossNoted = true
 		}
 		o.OK = len(alarms) == 0 && len(o.Verdict) > 0
 		for _, v := range o.Verdict {
-			o.OK = o.OK && (slices.Contains(healthyVerdicts, v) || o.LossNoted && v == "lossy-path")
+			o.OK = o.OK && (slices.Contains(healthyVerdicts, v) || o.LossNoted && lossNotes[v])
 		}
 		return o
 	}

@@ -337,7 +337,10 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 		pps := p.rate.BytesPerSecond() / 1500
 		perSecond := logUniform(r, 1, 10)
 		share := perSecond * burst / pps
-		if share > 0.05 {
+		// A burst takes a whole window (the BDP, in packets): only a
+		// timeout recovers it. On a path holding more, SACK repairs
+		// the burst within a round trip and nothing binds.
+		if share > 0.05 || float64(p.bdp())/1500 > burst {
 			return s, nil, false
 		}
 		s.AtoB.GE = &emulator.GilbertElliott{P: perSecond / pps, R: 1 / burst, LossBad: 1}
