@@ -110,6 +110,13 @@ type view struct {
 	// sndBufMax is the largest send buffer sampled over the measured
 	// intervals (SO_SNDBUF as autotuning grew it); 0 when none was.
 	sndBufMax model.Bytes
+	// bufBoundShare is the share of measured samples in which the send
+	// buffer held the sender: nothing unsent, the send queue at half
+	// the buffer or more (the buffer counts the kernel's overhead, so
+	// a full one holds about 0.6 of it in data), and in flight under
+	// 90% of both windows; bufBoundSamples is their count.
+	bufBoundShare   float64
+	bufBoundSamples int
 	// medianRecvQ is the median of the receiver's unread bytes (SIOCINQ)
 	// over the measured intervals; recvQOK says it was sampled.
 	medianRecvQ model.Bytes
@@ -502,6 +509,11 @@ func (v *view) addMeasured(c *senderSamples, tcp *model.Sample) {
 	}
 	if b, ok := tcp.SndBuf.Get(); ok {
 		v.sndBufMax = max(v.sndBufMax, b)
+		q, qok := tcp.SendQ.Get()
+		flight := tcp.UnackedBytes()
+		if nsOK && notsent < idleQueue && qok && 2*q >= b && 10*tcp.Unacked < 9*tcp.SndCwnd && (!wndOK || 10*flight < 9*wnd) {
+			v.bufBoundSamples++
+		}
 	}
 	if q, b, ok := overrun(tcp); ok {
 		v.overrunSamples++
@@ -554,6 +566,7 @@ func (v *view) settleSender(c *senderSamples) {
 		v.idleShare = float64(v.idleSamples) / float64(c.allMeasured)
 		v.fullShare = float64(v.fullSamples) / float64(c.allMeasured)
 		v.overrunShare = float64(v.overrunSamples) / float64(c.allMeasured)
+		v.bufBoundShare = float64(v.bufBoundSamples) / float64(c.allMeasured)
 	}
 	if len(c.overQ) > 0 {
 		v.overrunSendQ, v.overrunBuf = median(c.overQ), median(c.overBuf)

@@ -172,9 +172,14 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 		// A queue of 0.2 to 0.9 BDP: a fuller one, which loss-based
 		// senders fill, adds a round trip or more of delay, which is
 		// bufferbloat by its rule's definition (20 ms and the RTT).
+		// The floors (2 ms of the rate, 16 packets) would make a slow,
+		// short path's queue bufferbloat too (16 packets at 5 Mbit/s
+		// are 38 ms): a healthy queue waits under 15 ms or 0.9 RTT,
+		// and holds 4 packets at least.
 		p.queueBDP = min(p.queueBDP, logUniform(r, 0.2, 0.9))
-		s.AtoB, s.BtoA = p.impairments()
-		s.A, s.B = p.tunedFor(p.queueOf()), p.tunedFor(p.queueOf())
+		q := max(min(p.queueOf(), tcpmath.BDP(p.rate, max(15*ms, p.rtt*9/10))), 4*1500)
+		s.AtoB.Queue = emulator.Queue{Bytes: q}
+		s.A, s.B = p.tunedFor(q), p.tunedFor(q)
 		s.Healthy, s.Want = true, ""
 		s.Test.Parallel = pick(r, 1, 1, 2, 4, 8)
 		return s, nil, true
@@ -263,11 +268,13 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 			return s, nil, false
 		}
 		s.AtoB.Police = &emulator.Policer{Rate: rate, Burst: burst}
-		if burst < 10*1500 {
-			// A bucket of a few packets drops a sender's every burst,
-			// at random as far as the ends can see: the sender sits at
-			// the Mathis bound of that loss, and loss-limited names
-			// what holds the rate (its fix says to test paced).
+		if burst < tcpmath.BDP(rate, p.rtt) {
+			// A bucket under the policed rate's BDP drops at the top of
+			// every sawtooth, a few packets at a time (a bucket of a few
+			// packets, every burst): as far as the ends can see, random
+			// loss, and the sender sits near the Mathis bound of it.
+			// loss-limited names what holds the rate, and its fixes the
+			// paced test that tells a policer (docs/DIAGNOSES.md).
 			s.Also = []string{"loss-limited"}
 		}
 		return s, []string{fmt.Sprintf("policer %v, bucket %s", rate, burst.Decimal())}, true
