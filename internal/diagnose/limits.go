@@ -542,7 +542,10 @@ func overrunBinds(v *view, run *model.Run) bool {
 
 func sndbufLimited(v *view, run *model.Run, o Options) model.Finding {
 	f := model.Finding{ID: "sndbuf-limited", Layer: model.LayerHost, Severity: model.Critical, Confidence: model.High}
-	now := max(model.SockBufData(v.sndBuf), v.idleSendQ, 64*model.KiB)
+	// The buffer as autotuning grew it (the largest sampled), not as it
+	// was at setup: a fix sized from the setup's 45 KiB predicted half
+	// the rate the transfer already got.
+	now := max(model.SockBufData(max(v.sndBuf, v.sndBufMax)), v.idleSendQ, 64*model.KiB)
 	w, r := targetWindow(v, o, now)
 	buf := bufferFor(w)
 	chrono := v.limitedOK && v.limited.Sndbuf >= sndbufShare && v.limited.Sndbuf >= v.limited.Cwnd
