@@ -120,10 +120,12 @@ const (
 	// add a few ms that hold less than one.
 	fullQueueSegs = 4
 	// atPathShare: a transfer averaging this share of the highest
-	// delivery rate its kernel measured (per stream) ran at the path's
-	// rate: above cubic's sawtooth under random loss (0.85 of its peaks)
-	// and reno's (0.75). See queueAtRate.
-	atPathShare = 0.95
+	// delivery rate its kernel measured (its streams summed) ran at the
+	// path's rate: above cubic's sawtooth under random loss (0.85 of its
+	// peaks) and reno's (0.75); eight reno streams filling a queue
+	// averaged 0.92 of their summed peak. The standing queue queueAtRate
+	// asks beside it is what tells the path from loss. See queueAtRate.
+	atPathShare = 0.9
 	// atRateQueueMin and atRateQueueSegs: the least standing queue, in
 	// time and in segments at the rate, that queueAtRate reads as one:
 	// above the 0.2–0.4 ms the hosts' and the emulator's scheduling add,
@@ -188,6 +190,10 @@ const (
 	growthRise = 1.25
 	// smallMSS: an MSS below this on a path whose MTU allows 1460 is small.
 	smallMSS = 1000
+	// rtoQuiet: a receiver to which nothing arrived for this long at the
+	// end of a memory-to-memory test saw its sender stall: the first
+	// timeouts' waits (200, 400, 800 ms) sum to 1.4 s.
+	rtoQuiet = 2 * time.Second
 	// rtoShare: a sender that spent this share of the test recovering
 	// from timeouts stalled.
 	rtoShare = 0.1

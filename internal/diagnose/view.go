@@ -136,6 +136,10 @@ type view struct {
 	// intervals that rose (≥ 3 intervals; 0 when not known).
 	rateFirst, rateLast model.Bitrate
 	rateRises           float64
+	// rcvQuiet is how long before the planned end (or its last
+	// interval) no byte arrived at the receiver, the intervals in a row
+	// at the end of its account; 0 when the last one carried data.
+	rcvQuiet time.Duration
 
 	loss    float64 // retransmitted / sent bytes at the sender
 	lossOK  bool
@@ -373,6 +377,19 @@ func (v *view) fillReceiverTotals(rcv *model.EndReport, ids map[int]bool, onlyRe
 func (v *view) fillReceiverIntervals(run *model.Run, rcv *model.EndReport, ids map[int]bool, rcvStop stops, planned time.Duration) {
 	var recvQs, rcvWnds []model.Bytes
 	var rcvRTTs []time.Duration
+	type span struct {
+		index int
+		len   time.Duration
+	}
+	var spans []span
+	arrived := map[int]model.Bytes{}
+	defer func() {
+		// The receiver's quiet at the end: the intervals in a row, to
+		// the last one before the planned end, in which no byte came.
+		for i := len(spans) - 1; i >= 0 && arrived[spans[i].index] == 0; i-- {
+			v.rcvQuiet += spans[i].len
+		}
+	}()
 	perInterval := map[int]model.Bitrate{}
 	var order []int
 	for _, iv := range rcv.Intervals {
@@ -382,7 +399,18 @@ func (v *view) fillReceiverIntervals(run *model.Run, rcv *model.EndReport, ids m
 				continue
 			}
 			v.rcvMSS = max(v.rcvMSS, si.TCP.RcvMSS) // an end cut short has samples but no totals
-			if iv.Omitted || (planned > 0 && iv.Start >= planned) {
+			if planned > 0 && iv.Start >= planned {
+				continue
+			}
+			// Every interval to the planned end, the omitted ones too,
+			// for the quiet at the end.
+			if last, ok := arrived[iv.Index]; !ok {
+				spans = append(spans, span{iv.Index, iv.End - iv.Start})
+				arrived[iv.Index] = si.Bytes
+			} else {
+				arrived[iv.Index] = last + si.Bytes
+			}
+			if iv.Omitted {
 				continue
 			}
 			if run.Config.Interval > 0 && iv.End-iv.Start >= run.Config.Interval/2 {

@@ -302,12 +302,14 @@ type Host struct {
 func (p *Pair) Config() PairConfig { return p.cfg }
 
 // Backend reports what carries the path: UseEmulator (the emulator over
-// TUN), UseNetem (netem in the router) or, for a pair built from AtoB and
+// TUN), UseNetem (netem in the router), UseKernel (the router's tc and
+// nftables, the emulator delaying) or, for a pair built from AtoB and
 // BtoA alone, Auto.
 func (p *Pair) Backend() Backend { return p.backend }
 
-// Emulator returns the emulator between the hosts of an emulated pair, for
-// its counters; nil when the pair has a router.
+// Emulator returns the emulator of an emulated pair, for its counters
+// (with the kernel backend it only delays, between A and R); nil when a
+// router alone carries the path.
 func (p *Pair) Emulator() *emulator.Emulator { return p.emu }
 
 // Impairment returns the impairment currently applied to direction d, with

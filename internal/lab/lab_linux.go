@@ -747,9 +747,10 @@ func (p *Pair) routeMTU(ctx context.Context, d Dir, out string, mtu int) error {
 }
 
 // Dropped returns how many packets of direction d the loss rule has
-// dropped since it was last set. On an emulated pair it is the emulator's
-// random and Gilbert–Elliott losses since the pair was built (its Counters
-// tell the causes apart).
+// dropped since it was last set. On a pair the emulator alone carries it
+// is the emulator's random and Gilbert–Elliott losses since the pair was
+// built (its Counters tell the causes apart); with the kernel backend,
+// the router's loss rule's.
 func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) {
 	if !validDir(d) {
 		return 0, fmt.Errorf("lab: direction %d: want AtoB or BtoA", d)

@@ -36,6 +36,10 @@ type Outcome struct {
 	// says it did, and the run is counted apart, not as a false alarm.
 	Loss      model.Opt[float64]
 	LossNoted bool
+	// SilentLoss: the direction retransmitted diagnose.HeavyLoss or more
+	// and no finding of warning severity or more names the loss (the
+	// no-silent-loss rule broken); any makes the run wrong.
+	SilentLoss bool
 	// OK: a healthy scenario's verdict is the bottleneck (or healthy)
 	// with no alarm; an impaired one's verdict names its cause.
 	OK bool
@@ -158,9 +162,28 @@ func runOne(ctx context.Context, s Scenario) Outcome {
 	fs := diagnose.Test(run, diagnose.Options{})
 	o := Judge(s, run, fs)
 	o.FixProblems = diagnose.FixProblems(run, fs)
-	o.OK = o.OK && len(o.FixProblems) == 0
+	o.SilentLoss = silentLoss(s, run, fs)
+	o.OK = o.OK && len(o.FixProblems) == 0 && !o.SilentLoss
 	o.Run = run
 	return o
+}
+
+// lossFindings name a direction's loss.
+var lossFindings = map[string]bool{"lossy-path": true, "loss-limited": true, "policer": true, "rto-stalls": true, "pmtu-blackhole": true}
+
+// silentLoss reports the scenario's direction retransmitting
+// diagnose.HeavyLoss or more with no finding of warning severity or
+// more that names the loss.
+func silentLoss(s Scenario, run *model.Run, fs []model.Finding) bool {
+	for _, d := range run.Summary {
+		if p, ok := d.LossRate.Get(); d.Direction != s.Direction || !ok || p < diagnose.HeavyLoss {
+			continue
+		}
+		return !slices.ContainsFunc(fs, func(f model.Finding) bool {
+			return f.Direction == d.Direction && lossFindings[f.ID] && f.Severity != model.Info
+		})
+	}
+	return false
 }
 
 // inLab builds the scenario's pair, serves in B and tests from A.
@@ -341,6 +364,7 @@ func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
 		byName[s.Name] = s
 	}
 	type tally struct{ runs, ok, noted, errs int }
+	heavy, silent := 0, 0
 	per := map[string]*tally{}
 	var kinds []string
 	var wrong []Outcome
@@ -369,6 +393,12 @@ func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
 		if o.LossNoted && o.OK {
 			t.noted++
 		}
+		if p, ok := o.Loss.Get(); ok && p >= diagnose.HeavyLoss {
+			heavy++
+		}
+		if o.SilentLoss {
+			silent++
+		}
 	}
 	slices.Sort(kinds)
 	fmt.Fprintln(w, "| cause | runs | right | rate |")
@@ -390,13 +420,21 @@ func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
 		fmt.Fprintf(w, " (%d of the right ones retransmitted %.0f%% or more and carry the loss warning that requires)", noted, 100*diagnose.HeavyLoss)
 	}
 	fmt.Fprintln(w, ".")
+	fmt.Fprintf(w, "Runs that retransmitted %.0f%% or more: %d; without a loss finding of warning severity: %d.\n", 100*diagnose.HeavyLoss, heavy, silent)
 	if errs > 0 {
 		fmt.Fprintf(w, "%d runs could not be made and are not counted.\n", errs)
 	}
 	if len(wrong) > 0 {
 		fmt.Fprintln(w, "\nEvery run judged wrong:")
 		for _, o := range wrong {
-			fmt.Fprintf(w, "\n- %s: verdict %s, goodput %v.\n", o.Scenario, orNone(strings.Join(o.Verdict, " + ")), o.Goodput)
+			line := fmt.Sprintf("%s: verdict %s, goodput %v", o.Scenario, orNone(strings.Join(o.Verdict, " + ")), o.Goodput)
+			if len(o.FixProblems) > 0 {
+				line += "; fixes: " + strings.Join(o.FixProblems, "; ")
+			}
+			if o.SilentLoss {
+				line += "; its heavy loss went unnamed"
+			}
+			fmt.Fprintf(w, "\n- %s.\n", line)
 		}
 	}
 }

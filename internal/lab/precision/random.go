@@ -181,7 +181,14 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 		s.AtoB.Queue = emulator.Queue{Bytes: q}
 		s.A, s.B = p.tunedFor(q), p.tunedFor(q)
 		s.Healthy, s.Want = true, ""
+		// Four packets a stream at least in flight and queued: below
+		// it the streams live on timeouts (eight cubic streams on a
+		// 6 Mbit/s, 5 ms path with 15 ms of queue), which is no
+		// healthy path for that many.
 		s.Test.Parallel = pick(r, 1, 1, 2, 4, 8)
+		for s.Test.Parallel > 1 && int(p.bdp()+q)/1500 < 4*s.Test.Parallel {
+			s.Test.Parallel /= 2
+		}
 		return s, nil, true
 	case "rwnd-limited", "co-limit":
 		// The receiver's buffer (about half of it is window) at 15% to
@@ -268,10 +275,10 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 			return s, nil, false
 		}
 		s.AtoB.Police = &emulator.Policer{Rate: rate, Burst: burst}
-		if burst < tcpmath.BDP(rate, p.rtt) {
+		if burst < max(tcpmath.BDP(rate, p.rtt), 10*1500) {
 			// A bucket under the policed rate's BDP drops at the top of
-			// every sawtooth, a few packets at a time (a bucket of a few
-			// packets, every burst): as far as the ends can see, random
+			// every sawtooth, a few packets at a time (a bucket of under
+			// ten packets, every burst): as far as the ends can see, random
 			// loss, and the sender sits near the Mathis bound of it.
 			// loss-limited names what holds the rate, and its fixes the
 			// paced test that tells a policer (docs/DIAGNOSES.md).
