@@ -494,12 +494,7 @@ func lossThreshold(p float64) uint64 {
 
 // nftTable is the nftables table, in the router, that holds the loss rule
 // of direction d. Both directions' tables live in R, so each has its own.
-func nftTable(d Dir) string {
-	if d == BtoA {
-		return "tcpscope_btoa"
-	}
-	return "tcpscope_atob"
-}
+func nftTable(d Dir) string { return dirTable("", d) }
 
 // lossScript is the nft script that makes link's ingress drop packets with
 // probability loss, replacing any previous rule in table in one

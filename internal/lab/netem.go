@@ -220,12 +220,7 @@ func policeScript(table, link string, pol *emulator.Policer) string {
 }
 
 // policeTable is the nftables table holding direction d's policer.
-func policeTable(d Dir) string {
-	if d == BtoA {
-		return "tcpscope_police_btoa"
-	}
-	return "tcpscope_police_atob"
-}
+func policeTable(d Dir) string { return dirTable("police_", d) }
 
 // Middlebox is what a box on the path does to the TCP handshake in both
 // directions: clamp the MSS a SYN offers, or strip options from it so
@@ -322,11 +317,15 @@ func blackHoleScript(table, link string, on bool) string {
 }
 
 // mtuTable is the nftables table holding direction d's black hole.
-func mtuTable(d Dir) string {
+func mtuTable(d Dir) string { return dirTable("mtu_", d) }
+
+// dirTable names an nftables table of R's that holds one direction's
+// rule of a kind: both directions' tables live in R, each its own.
+func dirTable(kind string, d Dir) string {
 	if d == BtoA {
-		return "tcpscope_mtu_btoa"
+		return "tcpscope_" + kind + "btoa"
 	}
-	return "tcpscope_mtu_atob"
+	return "tcpscope_" + kind + "atob"
 }
 
 // validGE checks a Gilbert–Elliott model's probabilities.

@@ -316,27 +316,22 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 		}
 		s.AtoB.Reorder = share
 		return s, []string{fmt.Sprintf("%.2g%% reordered", 100*share)}, true
-	case "slow-reader":
+	case "slow-reader", "pacing-limited", "sender-app-limited":
+		// A reader, a pace or -b at 5 to 50% of the path's rate, and at
+		// least 1 Mbit/s.
 		rate := model.Bitrate(between(r, 0.05, 0.5) * float64(p.rate))
 		if rate < mbit {
 			return s, nil, false
 		}
-		s.Test.ReadRate = rate
-		return s, []string{fmt.Sprintf("reader at %v", rate)}, true
-	case "pacing-limited":
-		rate := model.Bitrate(between(r, 0.05, 0.5) * float64(p.rate))
-		if rate < mbit {
-			return s, nil, false
+		field, label := &s.Test.ReadRate, "reader at %v"
+		switch kind {
+		case "pacing-limited":
+			field, label = &s.Test.FQRate, "--fq-rate %v"
+		case "sender-app-limited":
+			field, label = &s.Test.Bitrate, "-b %v"
 		}
-		s.Test.FQRate = rate
-		return s, []string{fmt.Sprintf("--fq-rate %v", rate)}, true
-	case "sender-app-limited":
-		rate := model.Bitrate(between(r, 0.05, 0.5) * float64(p.rate))
-		if rate < mbit {
-			return s, nil, false
-		}
-		s.Test.Bitrate = rate
-		return s, []string{fmt.Sprintf("-b %v", rate)}, true
+		*field = rate
+		return s, []string{fmt.Sprintf(label, rate)}, true
 	case "pmtu-blackhole":
 		mtu := int(between(r, 1280, 1460))
 		s.AtoB.MTU, s.AtoB.BlackHole = mtu, true
