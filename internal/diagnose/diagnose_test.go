@@ -234,6 +234,8 @@ func TestLimits(t *testing.T) {
 			"eight reno streams filling a 611 Mbit/s link's 0.43 BDP queue, 8.8 ms away: 87 segments standing for 1.9 ms, under the 2 ms threshold, at 0.92 of the streams' summed delivery peak: read as random loss", nil},
 		{"sndbuf-limited.kernel-overrun", []string{"sndbuf-limited"}, []string{"bottleneck"},
 			"a 339 KiB send buffer at 17.5 Mbit/s, 160 ms through the kernel's tbf: its bursts past the buffer overflowed the queue (16% lost), and the buffer compared whole with the 342 kB BDP read as holding enough", nil},
+		{"policer.large-bucket", []string{"policer"}, []string{"bottleneck"},
+			"cubic through a 265 Mbit/s policer with a 1.16 MB bucket behind an 852 Mbit/s link: 0.1% lost (under the 1% the rule asked) at 5 x the Mathis bound and 92% of the delivery peak, no queue: a bottleneck with a lossy-path warning", nil},
 		{"still-growing.reno-137ms", []string{"still-growing"}, []string{"bottleneck"},
 			"reno at 137 ms after a loss in slow start: 2 to 4 Mbit/s over the measured 4 s on a 28 Mbit/s path, no loss and no queue, called the bottleneck, healthy", nil},
 		{"bottleneck.shallow-queue", []string{"bottleneck"}, []string{"loss-limited"},

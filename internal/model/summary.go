@@ -18,10 +18,10 @@ func Summarize(run *Run) []DirectionSummary {
 		}
 		sum := DirectionSummary{Direction: dir, Streams: len(ids)}
 		var sendDur time.Duration
-		var written, sent, retrans, acked Bytes
+		var written, sent, retrans Bytes
 		var segs uint32
 		nSend, nRecv := 0, 0
-		retransKnown, segsKnown, sentKnown, ackedKnown := true, true, true, true
+		retransKnown, segsKnown, sentKnown := true, true, true
 		var rttSum time.Duration
 		var rttN int
 		for _, t := range sender.Totals {
@@ -48,13 +48,7 @@ func Summarize(run *Run) []DirectionSummary {
 			}
 			f := t.Final
 			if f == nil {
-				ackedKnown = false
 				continue
-			}
-			if b, ok := f.BytesAcked.Get(); ok {
-				acked += b
-			} else {
-				ackedKnown = false
 			}
 			if m, ok := f.MinRTT.Get(); ok && m > 0 && (!sum.MinRTT.OK || m < sum.MinRTT.V) {
 				sum.MinRTT = Some(m)
@@ -100,8 +94,10 @@ func Summarize(run *Run) []DirectionSummary {
 		switch {
 		case nRecv > 0:
 			sum.ReceiverBytes, sum.Duration = Some(received), Some(recvDur)
-		case nSend > 0 && ackedKnown && sendDur > 0:
-			sum.ReceiverBytes, sum.Duration, sum.FromAcks = Some(max(acked-Bytes(nSend), 0)), Some(sendDur), true
+		case nSend > 0 && sendDur > 0:
+			if b, ok := ackedMeasured(run, sender, ids); ok {
+				sum.ReceiverBytes, sum.Duration, sum.FromAcks = Some(b), Some(sendDur), true
+			}
 		}
 		if b, ok := sum.ReceiverBytes.Get(); ok && sum.Duration.V > 0 {
 			sum.Goodput = Some(RateOf(b, sum.Duration.V.Seconds()))
@@ -116,6 +112,50 @@ func Summarize(run *Run) []DirectionSummary {
 		out = append(out, sum)
 	}
 	return out
+}
+
+// ackedMeasured is what the sender's kernel saw acknowledged over the
+// measured period, the streams in ids together, and whether it is known:
+// each stream's final bytes_acked less its count at the omit mark (the
+// last omitted interval's sample), or less the SYN's one without -O. The
+// final count alone covers the connection's whole life: set against the
+// measured duration it overstated a server's own view of a test with -O
+// (11.5 Mbit/s where 5.76 had arrived).
+func ackedMeasured(run *Run, sender *EndReport, ids map[int]bool) (Bytes, bool) {
+	marks := map[int]Bytes{}
+	for _, iv := range sender.Intervals {
+		if !iv.Omitted {
+			continue
+		}
+		for _, si := range iv.Streams {
+			if si.Role != Sender || !ids[si.Stream] {
+				continue
+			}
+			if b, ok := si.TCP.BytesAcked.Get(); ok {
+				marks[si.Stream] = b // the last omitted one stands
+			}
+		}
+	}
+	var sum Bytes
+	n := 0
+	for _, t := range sender.Totals {
+		if !ids[t.Stream] {
+			continue
+		}
+		if t.Final == nil || !t.Final.BytesAcked.OK {
+			return 0, false
+		}
+		mark, ok := marks[t.Stream]
+		switch {
+		case run.Config.Omit == 0:
+			mark = 1 // bytes_acked counts the SYN's sequence number
+		case !ok:
+			return 0, false // the mark was not read: the life's count would overstate
+		}
+		sum += max(t.Final.BytesAcked.V-mark, 0)
+		n++
+	}
+	return sum, n > 0
 }
 
 // tailOf sums how a direction's streams were kept near the planned end;
