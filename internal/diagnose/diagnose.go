@@ -121,17 +121,20 @@ const (
 	fullQueueSegs = 4
 	// atPathShare: a transfer averaging this share of the highest
 	// delivery rate its kernel measured (its streams summed) ran at the
-	// path's rate: above cubic's sawtooth under random loss (0.85 of its
-	// peaks) and reno's (0.75); eight reno streams filling a queue
-	// averaged 0.92 of their summed peak. The standing queue queueAtRate
-	// asks beside it is what tells the path from loss. See queueAtRate.
-	atPathShare = 0.9
+	// path's rate: above the sawtooth of a sender held by random loss
+	// (0.42–0.80 of its peaks in the lab's loss recordings; cubic's
+	// averages 0.85 in theory, reno's 0.75), where reno overflowing its
+	// own short queue averaged 0.87–0.98 (eight streams 0.92). The
+	// standing queue queueAtRate asks beside it is what tells the path
+	// from loss. See queueAtRate.
+	atPathShare = 0.85
 	// atRateQueueMin and atRateQueueSegs: the least standing queue, in
 	// time and in segments at the rate, that queueAtRate reads as one:
 	// above the 0.2–0.4 ms the hosts' and the emulator's scheduling add,
-	// and two of a sender's 4-segment bursts.
+	// and above the under 3 segments a sender held by random loss leaves
+	// (reno on a 0.42 BDP queue stood 5.8 at the path's rate).
 	atRateQueueMin  = 500 * time.Microsecond
-	atRateQueueSegs = 8
+	atRateQueueSegs = 4
 	// poissonMedian and poissonLow: with a median of at least
 	// poissonMedian retransmissions per measured interval, random loss
 	// leaves no interval under 1/poissonLow of it (P ≈ 2·10⁻⁵ for a
