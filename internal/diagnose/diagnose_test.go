@@ -240,6 +240,8 @@ func TestLimits(t *testing.T) {
 			"four reno streams at 107 Mbit/s, 10.8 ms through a 0.42 BDP queue: 5.8 segments standing for 0.7 ms at 0.98 of their delivery peak, their own queue's overflow read as random loss", nil},
 		{"bottleneck.reno-lan", []string{"bottleneck"}, []string{"loss-limited"},
 			"reno at 447 Mbit/s, 1.9 ms through a one-BDP queue: 20 segments standing at 0.89 of its delivery peak, read as random loss", nil},
+		{"pacing-limited.kernel-fq", []string{"pacing-limited"}, []string{"sndbuf-limited"},
+			"-R --fq-rate 3.21 Mbit/s on an 11.7 Mbit/s path: the send queue full behind the pace, read as a full send buffer", nil},
 		{"still-growing.reno-137ms", []string{"still-growing"}, []string{"bottleneck"},
 			"reno at 137 ms after a loss in slow start: 2 to 4 Mbit/s over the measured 4 s on a 28 Mbit/s path, no loss and no queue, called the bottleneck, healthy", nil},
 		{"bottleneck.shallow-queue", []string{"bottleneck"}, []string{"loss-limited"},

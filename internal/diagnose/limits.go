@@ -496,7 +496,14 @@ func sndbufBinds(v *view, run *model.Run) bool {
 // regrowing after a loss: a 914 KiB buffer at 95.7 Mbit/s, 122 ms held
 // 400 kB in flight against a 780 kB window in every sample.
 func bufferHeld(v *view, run *model.Run) bool {
-	return !v.local && v.test && run.Config.Bitrate == 0 && v.bufBoundSamples >= minFullSamples && v.bufBoundShare >= appShare
+	return !v.local && v.test && run.Config.Bitrate == 0 && !pacedAtCap(v) && v.bufBoundSamples >= minFullSamples && v.bufBoundShare >= appShare
+}
+
+// pacedAtCap: the sender ran at its pacing cap (SO_MAX_PACING_RATE, per
+// stream): its send queue fills behind the pace, which is what holds it
+// (--fq-rate 3.21 Mbit/s read as a full send buffer, the pace's).
+func pacedAtCap(v *view) bool {
+	return v.receivedOK && v.maxPacing > 0 && float64(v.goodput) >= nearWindow*float64(max(v.streams, 1))*float64(v.maxPacing)
 }
 
 // idledByBuffer: a memory-to-memory sender (it always has data; no -b)
@@ -512,7 +519,7 @@ func bufferHeld(v *view, run *model.Run) bool {
 // 368 Mbit/s, 43 ms: 169 Mbit/s, delivered at up to 359; 1 of 4 in
 // another, called the bottleneck).
 func idledByBuffer(v *view, run *model.Run) bool {
-	if v.local || !v.test || run.Config.Bitrate != 0 || v.sndBufMax <= 0 || v.deliveryFloor <= 0 || v.minRTT <= 0 || !underDelivered(v) {
+	if v.local || !v.test || run.Config.Bitrate != 0 || pacedAtCap(v) || v.sndBufMax <= 0 || v.deliveryFloor <= 0 || v.minRTT <= 0 || !underDelivered(v) {
 		return false
 	}
 	if v.lossOK && v.loss >= lossFloor && v.mss > 0 && float64(mathisBound(v, Options{})) < 1.5*float64(v.goodput) {
