@@ -449,6 +449,9 @@ func slowReader(v *view) model.Finding {
 func sndbufBinds(v *view, run *model.Run) bool {
 	l := v.limited
 	fullInSamples := v.fullShare >= appShare && v.fullSamples >= minFullSamples
+	if pacedAtCap(v) {
+		return false // the pace holds it, and fills its queue behind it
+	}
 	switch {
 	case bufferHeld(v, run):
 		// Before the path's queue is read: the congestion window had
@@ -496,7 +499,7 @@ func sndbufBinds(v *view, run *model.Run) bool {
 // regrowing after a loss: a 914 KiB buffer at 95.7 Mbit/s, 122 ms held
 // 400 kB in flight against a 780 kB window in every sample.
 func bufferHeld(v *view, run *model.Run) bool {
-	return !v.local && v.test && run.Config.Bitrate == 0 && !pacedAtCap(v) && v.bufBoundSamples >= minFullSamples && v.bufBoundShare >= appShare
+	return !v.local && v.test && run.Config.Bitrate == 0 && v.bufBoundSamples >= minFullSamples && v.bufBoundShare >= appShare
 }
 
 // pacedAtCap: the sender ran at its pacing cap (SO_MAX_PACING_RATE, per
@@ -519,7 +522,7 @@ func pacedAtCap(v *view) bool {
 // 368 Mbit/s, 43 ms: 169 Mbit/s, delivered at up to 359; 1 of 4 in
 // another, called the bottleneck).
 func idledByBuffer(v *view, run *model.Run) bool {
-	if v.local || !v.test || run.Config.Bitrate != 0 || pacedAtCap(v) || v.sndBufMax <= 0 || v.deliveryFloor <= 0 || v.minRTT <= 0 || !underDelivered(v) {
+	if v.local || !v.test || run.Config.Bitrate != 0 || v.sndBufMax <= 0 || v.deliveryFloor <= 0 || v.minRTT <= 0 || !underDelivered(v) {
 		return false
 	}
 	if v.lossOK && v.loss >= lossFloor && v.mss > 0 && float64(mathisBound(v, Options{})) < 1.5*float64(v.goodput) {
