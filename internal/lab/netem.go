@@ -171,8 +171,15 @@ func KernelImpairments(c emulator.Config, mtu int) (atob, btoa Impairment, delay
 			p.Police = &pol
 		}
 		if d.Rate > 0 {
+			// tbf's queue holds its bucket and the rate's worth of its
+			// latency: the latency is what is left of the emulator's
+			// queue once the bucket is counted, so the two queue the
+			// same bytes (a 9.81 Mbit/s path's 15 ms queue, with the
+			// 8-frame bucket on top, held 25 ms: bufferbloat).
 			p.Rate = model.Bitrate(float64(d.Rate) * frame)
-			p.Queue = time.Duration(float64(queueBytes(d, mtu)) / p.Rate.BytesPerSecond() * float64(time.Second))
+			p.Burst = DefaultBurst(p.Rate, mtu)
+			left := max(queueBytes(d, mtu)-p.Burst, model.Bytes(mtu+ethHeader))
+			p.Queue = time.Duration(float64(left) / p.Rate.BytesPerSecond() * float64(time.Second))
 		}
 		return p, nil
 	}

@@ -111,3 +111,39 @@ func TestParseBackend(t *testing.T) {
 		t.Error("the zero Backend has no name")
 	}
 }
+
+// TestKernelImpairments: the kernel backend's router queues what the
+// emulator's queue holds (tbf's limit, its bucket included, is the
+// emulator's queue in bytes, to a frame), corrects A→B's rate for the
+// veth's Ethernet headers and not B→A's (R's TUN has none), carries the
+// policer and loss, and leaves the emulator only the delay.
+func TestKernelImpairments(t *testing.T) {
+	c := emulator.Config{
+		AtoB: emulator.Impairment{Delay: 5 * time.Millisecond, Rate: 9810 * model.KbitPerSecond, Queue: emulator.Queue{Bytes: 18_394}, Loss: 0.01,
+			Police: &emulator.Policer{Rate: 5 * model.MbitPerSecond}},
+		BtoA: emulator.Impairment{Delay: 5 * time.Millisecond, Rate: 100 * model.MbitPerSecond, Queue: emulator.Queue{Time: 10 * time.Millisecond}},
+		Seed: 7,
+	}
+	ab, ba, delay, err := KernelImpairments(c, 1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ab.limit(); got < 18_394 || got > 18_394+1514 {
+		t.Errorf("A→B tbf limit %d (bucket %d), want the emulator's 18394 B", got, ab.Burst)
+	}
+	if want := 125_000; ba.limit() < model.Bytes(want) || ba.limit() > model.Bytes(want+1514) {
+		t.Errorf("B→A tbf limit %d, want 10 ms of 100 Mbit/s, 125000 B", ba.limit())
+	}
+	if r := float64(ab.Rate) / float64(9810*model.KbitPerSecond); math.Abs(r-1514.0/1500) > 1e-9 {
+		t.Errorf("A→B rate ×%.6f, want the frame factor", r)
+	}
+	if ba.Rate != 100*model.MbitPerSecond {
+		t.Errorf("B→A rate %v, want 100 Mbit/s as it stands", ba.Rate)
+	}
+	if ab.Loss != 0.01 || ab.Police == nil || ab.Police.Burst == 0 {
+		t.Errorf("A→B loss %v, policer %+v", ab.Loss, ab.Police)
+	}
+	if delay.AtoB != (emulator.Impairment{Delay: 5 * time.Millisecond}) || delay.BtoA != (emulator.Impairment{Delay: 5 * time.Millisecond}) || delay.Seed != 7 {
+		t.Errorf("the emulator's share %+v, want the delays alone", delay)
+	}
+}
