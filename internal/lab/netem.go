@@ -107,18 +107,7 @@ func RouterImpairments(c emulator.Config, mtu int) (atob, btoa Impairment, err e
 		if d.Rate > 0 {
 			frame := float64(mtu+ethHeader) / float64(mtu)
 			p.Rate = model.Bitrate(float64(d.Rate) * frame)
-			var bytes model.Bytes
-			switch q := d.Queue; {
-			case q.Packets > 0:
-				bytes = model.Bytes(q.Packets * mtu)
-			case q.Bytes > 0:
-				bytes = q.Bytes
-			case q.Time > 0:
-				bytes = model.Bytes(d.Rate.BytesPerSecond() * q.Time.Seconds())
-			default:
-				bytes = emulator.DefaultQueue(d.Rate).Bytes
-			}
-			p.Queue = time.Duration(float64(bytes) / p.Rate.BytesPerSecond() * float64(time.Second))
+			p.Queue = time.Duration(float64(queueBytes(d, mtu)) / p.Rate.BytesPerSecond() * float64(time.Second))
 		}
 		return p, nil
 	}
