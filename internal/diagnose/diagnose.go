@@ -32,6 +32,23 @@ func (o Options) c() float64 {
 // "No silent loss"), whatever else limited the transfer.
 const HeavyLoss = 0.01
 
+// HeavyRTOShare is the share of a stream's life in retransmission
+// timeouts that is never left without such a finding either.
+const HeavyRTOShare = 0.05
+
+// Heavy reports whether direction d of run lost so much that the rules
+// must name the loss (HeavyLoss of the bytes retransmitted, or
+// HeavyRTOShare of a stream's life in retransmission timeouts): the condition of "No silent
+// loss", for a judge of the diagnosis to hold it to.
+func Heavy(run *model.Run, d model.Direction) bool {
+	for _, v := range views(run) {
+		if v.dir == d && heavy(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // Thresholds of the rules; docs/DIAGNOSES.md explains each.
 const (
 	// limitedShare: a sender limited by one cause for at least this share
@@ -174,7 +191,7 @@ const (
 	// Mathis bound is 14 Mbit/s at 10 ms (C·MSS/(RTT·√p)), and one byte
 	// in a hundred of the path's capacity is spent twice.
 	heavyLoss     = HeavyLoss
-	heavyRTOShare = 0.05
+	heavyRTOShare = HeavyRTOShare
 	// quietAfter: a policer's loss that stopped is followed by at least
 	// this many measured intervals in a row without a retransmission,
 	// the congestion window regrowing after slow start outran the

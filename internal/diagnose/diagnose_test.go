@@ -3,6 +3,7 @@ package diagnose
 import (
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,6 +205,10 @@ func TestLimits(t *testing.T) {
 			"tuned hosts on 1 Gbit/s, 21 ms: reno waited on a window larger than the path's BDP, with a queue standing", nil},
 		{"bottleneck.slow-start-overshoot", []string{"bottleneck"}, []string{"policer", "loss-limited"},
 			"reno on 100 Mbit/s, 150 ms: slow start's overshoot lost 1.9% in the first intervals, then none; at the path's rate, so the loss is named (1.9% is heavy) but the headline stays", []string{"lossy-path"}},
+		{"bottleneck.reno-one-loss-each", []string{"bottleneck"}, []string{"loss-limited"},
+			"two reno streams at 73.5 ms on a 0.37 BDP queue that lost one segment each in 4 s: no sawtooth, so no Mathis bound (r3000#562)", nil},
+		{"rto-stalls.eight-small-windows", []string{"bottleneck"}, nil,
+			"eight cubic streams on an 82.7 Mbit/s, 11.4 ms path and a 0.52 BDP queue: windows of a few segments, a quarter of a stream's life in timeouts at 0.76% lost (r3000#567)", []string{"rto-stalls"}},
 		{"bottleneck.reno-queue", []string{"bottleneck"}, []string{"loss-limited"},
 			"reno at the 100 Mbit/s link rate building a queue, 2 losses in 4 s", nil},
 		{"bottleneck.loopback-reno", []string{"bottleneck"}, []string{"rwnd-limited"},
@@ -438,6 +443,8 @@ func TestLossCoLimit(t *testing.T) {
 	} {
 		run := load(t, "wscale-off")
 		run.Summary[0].LossRate = model.Some(tc.loss)
+		// The segments that share is, of the 8,700 the run sent.
+		run.Summary[0].RetransSegs = model.Some(uint32(math.Round(tc.loss * float64(run.Summary[0].SenderBytes.V) / 1448)))
 		run.Client.Totals[0].Final.Congestion = tc.cc
 		if got := primaries(Test(run, Options{})); !slices.Equal(got, tc.want) {
 			t.Errorf("%s at %.3g%% loss: primary %v, want %v", tc.cc, 100*tc.loss, got, tc.want)

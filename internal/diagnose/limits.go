@@ -864,6 +864,15 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 	if v.cc == "bbr" || !v.receivedOK || !v.lossOK || v.loss < lossFloor || v.minRTT <= 0 || v.mss <= 0 {
 		return model.Finding{}, false
 	}
+	// The bound is the average of a sawtooth in its steady state: each
+	// stream losing, regrowing, losing again. A stream that lost once in
+	// the measured time never completed a cycle, and its rate is where
+	// its window was and how fast it regrew, not what the loss allows
+	// (two reno streams at 73.5 ms that lost one segment each, 4 s
+	// before regrowing to their path, sat at 1.9× the bound).
+	if v.retrans < uint32(2*max(v.streams, 1)) && v.rtoShare() < rtoShare {
+		return model.Finding{}, false
+	}
 	c := o.c()
 	bound := mathisBound(v, o)
 	ratio := float64(v.goodput) / float64(bound)

@@ -3,6 +3,7 @@ package precision
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -39,14 +40,26 @@ func TestJudge(t *testing.T) {
 		{"heavy loss named on a path that lost 2%", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("lossy-path", model.Warning, false, c2s)}, true},
 		{"heavy loss: a lossy-path warning where 0.5% was lost", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("lossy-path", model.Warning, false, c2s)}, false},
 		{"heavy loss and something else", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("lossy-path", model.Warning, false, c2s), f("reordering", model.Warning, false, c2s)}, false},
+		{"heavy loss in timeouts: 10% of the life, 0.5% lost", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("rto-stalls", model.Warning, false, c2s)}, true},
+		{"heavy loss: rto-stalls where 0.5% was lost and no timeout", healthy, []model.Finding{f("bottleneck", model.Warning, true, c2s), f("rto-stalls", model.Warning, false, c2s)}, false},
 	} {
 		run := run
 		if strings.HasPrefix(tc.name, "heavy loss") {
-			p := 0.02
+			// A sender whose kernel was read: its retransmitted share,
+			// and its timeouts over a 4 s life.
+			p, rto := 0.02, time.Duration(0)
 			if strings.Contains(tc.name, "0.5%") {
 				p = 0.005
 			}
-			run = &model.Run{Summary: []model.DirectionSummary{{Direction: c2s, Goodput: model.Some[model.Bitrate](1e6), LossRate: model.Some(p)}}}
+			if strings.Contains(tc.name, "10% of the life") {
+				rto = 400 * time.Millisecond
+			}
+			final := &model.Sample{At: 4 * time.Second, KernelLen: 232, TotalRTO: model.Some[uint32](3), TotalRTOTime: model.Some(rto)}
+			run = &model.Run{
+				Streams: []model.StreamInfo{{ID: 1, Direction: c2s}},
+				Client:  model.EndReport{Totals: []model.StreamTotal{{Stream: 1, Role: model.Sender, Final: final}}},
+				Summary: []model.DirectionSummary{{Direction: c2s, Streams: 1, Duration: model.Some(4 * time.Second), Goodput: model.Some[model.Bitrate](1e6), LossRate: model.Some(p)}},
+			}
 		}
 		if o := Judge(tc.s, run, tc.fs); o.OK != tc.ok {
 			t.Errorf("%s: ok %v, want %v (verdict %v, alarms %v)", tc.name, o.OK, tc.ok, o.Verdict, o.Alarms)

@@ -30,14 +30,18 @@ type Outcome struct {
 	// Goodput of the scenario's direction, when measured.
 	Goodput model.Opt[model.Bitrate]
 	// Loss is the retransmitted share of the direction's bytes, when
-	// measured. A healthy path's run that retransmitted diagnose.HeavyLoss
-	// or more carries the loss finding the rules require whatever the
-	// cause (bbr overflowing its queue, slow start's overshoot): LossNoted
-	// says it did, and the run is counted apart, not as a false alarm.
-	Loss      model.Opt[float64]
+	// measured. A healthy path's run whose loss is heavy (diagnose.Heavy:
+	// 1% retransmitted, or 5% of a stream's life in timeouts) carries the
+	// loss finding the rules require whatever the cause (bbr overflowing
+	// its queue, slow start's overshoot, eight streams' windows too small
+	// for fast retransmit): LossNoted says it did, and the run is counted
+	// apart, not as a false alarm.
+	Loss model.Opt[float64]
+	// Heavy: the direction's loss was heavy (diagnose.Heavy).
+	Heavy     bool
 	LossNoted bool
-	// SilentLoss: the direction retransmitted diagnose.HeavyLoss or more
-	// and no finding of warning severity or more names the loss (the
+	// SilentLoss: the direction's loss was heavy (diagnose.Heavy) and no
+	// finding of warning severity or more names the loss (the
 	// no-silent-loss rule broken); any makes the run wrong.
 	SilentLoss bool
 	// OK: a healthy scenario's verdict is the bottleneck (or healthy)
@@ -90,9 +94,10 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 			o.Goodput, o.Loss = d.Goodput, d.LossRate
 		}
 	}
+	o.Heavy = diagnose.Heavy(run, s.Direction)
 	if s.Healthy {
 		alarms := o.Alarms
-		if p, ok := o.Loss.Get(); ok && p >= diagnose.HeavyLoss && slices.Contains(o.Alarms, "lossy-path") {
+		if o.Heavy && (slices.Contains(o.Alarms, "lossy-path") || slices.Contains(o.Alarms, "rto-stalls")) {
 			// The loss finding the no-silent-loss rule requires (and
 			// the timeouts the loss caused), and the bottleneck's
 			// verdict raised to their severity.
@@ -168,22 +173,22 @@ func runOne(ctx context.Context, s Scenario) Outcome {
 	return o
 }
 
+// heavyWords says what diagnose.Heavy asks, for the tables.
+var heavyWords = fmt.Sprintf("%.0f%% of the bytes retransmitted, or %.0f%% of a stream's life in timeouts", 100*diagnose.HeavyLoss, 100*diagnose.HeavyRTOShare)
+
 // lossFindings name a direction's loss.
 var lossFindings = map[string]bool{"lossy-path": true, "loss-limited": true, "policer": true, "rto-stalls": true, "pmtu-blackhole": true}
 
-// silentLoss reports the scenario's direction retransmitting
-// diagnose.HeavyLoss or more with no finding of warning severity or
-// more that names the loss.
+// silentLoss reports the scenario's direction losing heavily
+// (diagnose.Heavy) with no finding of warning severity or more that
+// names the loss.
 func silentLoss(s Scenario, run *model.Run, fs []model.Finding) bool {
-	for _, d := range run.Summary {
-		if p, ok := d.LossRate.Get(); d.Direction != s.Direction || !ok || p < diagnose.HeavyLoss {
-			continue
-		}
-		return !slices.ContainsFunc(fs, func(f model.Finding) bool {
-			return f.Direction == d.Direction && lossFindings[f.ID] && f.Severity != model.Info
-		})
+	if !diagnose.Heavy(run, s.Direction) {
+		return false
 	}
-	return false
+	return !slices.ContainsFunc(fs, func(f model.Finding) bool {
+		return f.Direction == s.Direction && lossFindings[f.ID] && f.Severity != model.Info
+	})
 }
 
 // inLab builds the scenario's pair, serves in B and tests from A.
@@ -231,8 +236,8 @@ func loopback(ctx context.Context, cfg model.TestConfig) (*model.Run, error) {
 // Tally is one scenario's outcomes.
 type Tally struct {
 	Runs, OK, Errors int
-	// LossNoted counts the runs of a healthy path that retransmitted
-	// diagnose.HeavyLoss or more and carry the loss finding it requires.
+	// LossNoted counts the runs of a healthy path whose loss was heavy
+	// (diagnose.Heavy) and carry the loss finding it requires.
 	LossNoted int
 	Verdicts  map[string]int // verdict (joined) → runs
 	Alarms    map[string]int
@@ -313,7 +318,7 @@ func Table(w io.Writer, scenarios []Scenario, out []Outcome) {
 	if healthy {
 		fmt.Fprintf(w, "\nFalse alarms: %d of %d runs.\n", runs-ok, runs)
 		if noted > 0 {
-			fmt.Fprintf(w, "%d runs retransmitted %.0f%% of their bytes or more and carry the loss warning that requires (lossy-path, saying what it cost); they are right, and listed among the warnings above.\n", noted, 100*diagnose.HeavyLoss)
+			fmt.Fprintf(w, "%d runs lost heavily (%s) and carry the loss warning that requires (lossy-path or rto-stalls, saying what it cost); they are right, and listed among the warnings above.\n", noted, heavyWords)
 		}
 	} else {
 		fmt.Fprintf(w, "\nHit rate: %d of %d runs (%.0f%%).\n", ok, runs, 100*float64(ok)/float64(max(runs, 1)))
@@ -393,7 +398,7 @@ func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
 		if o.LossNoted && o.OK {
 			t.noted++
 		}
-		if p, ok := o.Loss.Get(); ok && p >= diagnose.HeavyLoss {
+		if o.Heavy {
 			heavy++
 		}
 		if o.SilentLoss {
@@ -417,10 +422,10 @@ func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
 	fmt.Fprintf(w, "\nHit rate: %d of %d impairment runs (%.1f%%). False alarms: %d of %d healthy runs",
 		hits, imp, 100*float64(hits)/float64(max(imp, 1)), healthyRuns-healthyOK, healthyRuns)
 	if noted > 0 {
-		fmt.Fprintf(w, " (%d of the right ones retransmitted %.0f%% or more and carry the loss warning that requires)", noted, 100*diagnose.HeavyLoss)
+		fmt.Fprintf(w, " (%d of the right ones lost heavily, %s, and carry the loss warning that requires)", noted, heavyWords)
 	}
 	fmt.Fprintln(w, ".")
-	fmt.Fprintf(w, "Runs that retransmitted %.0f%% or more: %d; without a loss finding of warning severity: %d.\n", 100*diagnose.HeavyLoss, heavy, silent)
+	fmt.Fprintf(w, "Runs that lost heavily (%s): %d; without a loss finding of warning severity: %d.\n", heavyWords, heavy, silent)
 	if errs > 0 {
 		fmt.Fprintf(w, "%d runs could not be made and are not counted.\n", errs)
 	}
