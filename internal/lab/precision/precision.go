@@ -138,12 +138,15 @@ func Run(ctx context.Context, scenarios []Scenario, repeat int, progress func(Ou
 	return out
 }
 
+// measured is the time a run measures, slow start omitted (testLength).
+const measured = 4 * time.Second
+
 // testLength is a run's duration and omitted start: ten round trips of
 // slow start left out (at least 1 s), then 4 s measured.
 func testLength(s Scenario) (time.Duration, time.Duration) {
 	rtt := s.AtoB.Delay + s.BtoA.Delay
 	omit := max(time.Second, 10*rtt)
-	return omit + 4*time.Second, omit
+	return omit + measured, omit
 }
 
 func runOne(ctx context.Context, s Scenario) Outcome {
