@@ -91,9 +91,16 @@ func limit(v *view, run *model.Run, o Options) []model.Finding {
 // so a round trip: reno at 137 ms from 2 to 4 Mbit/s over 4 s on a
 // 28 Mbit/s path, which was called the bottleneck, healthy.
 func stillGrowing(v *view) (model.Finding, bool) {
+	rising := float64(v.rateLast) >= growthRise*float64(v.rateFirst) && v.rateRises >= 2.0/3
+	if unchecked(v) && v.windowOK && float64(v.windowBound) >= coLimit*float64(v.goodput) {
+		// Nothing stopped a loss-based sender's window, and the
+		// receiver's had room: it grew all the while, however slowly
+		// (cubic near the window it last lost at, reno a segment a
+		// round trip on a long path), and the rate is the window's.
+		rising = v.rateLast >= v.rateFirst
+	}
 	if !v.sndKernel || !v.receivedOK || !v.limitedOK || v.limited.Cwnd < limitedShare || v.local || pathFull(v) ||
-		v.rateFirst <= 0 || float64(v.rateLast) < growthRise*float64(v.rateFirst) || v.rateRises < 2.0/3 ||
-		(v.lossOK && v.loss >= lossyShare) {
+		v.rateFirst <= 0 || !rising || (v.lossOK && v.loss >= lossyShare) {
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "still-growing", Layer: model.LayerTransport, Severity: model.Warning, Confidence: model.Medium}

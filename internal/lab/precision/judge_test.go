@@ -30,6 +30,8 @@ func TestJudge(t *testing.T) {
 		{"an alarm the other way", healthy, []model.Finding{f("bottleneck", model.Info, true, c2s), f("loss-limited", model.Critical, true, s2c)}, false},
 		{"healthy called app-limited", healthy, []model.Finding{f("sender-app-limited", model.Info, true, c2s)}, false},
 		{"no verdict", healthy, nil, false},
+		{"still-growing where the path's physics says so", Scenario{Name: "h", Healthy: true, Direction: c2s, Also: []string{"still-growing"}}, []model.Finding{f("still-growing", model.Warning, true, c2s)}, true},
+		{"still-growing where it should not be", healthy, []model.Finding{f("still-growing", model.Warning, true, c2s)}, false},
 		{"cause named", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, c2s)}, true},
 		{"stand-in named", rwnd, []model.Finding{f("wscale-off", model.Critical, true, c2s)}, true},
 		{"co-limit named", rwnd, []model.Finding{f("loss-limited", model.Critical, true, c2s), f("rwnd-limited", model.Critical, true, c2s)}, true},
@@ -63,6 +65,40 @@ func TestJudge(t *testing.T) {
 		}
 		if o := Judge(tc.s, run, tc.fs); o.OK != tc.ok {
 			t.Errorf("%s: ok %v, want %v (verdict %v, alarms %v)", tc.name, o.OK, tc.ok, o.Verdict, o.Alarms)
+		}
+	}
+}
+
+// TestUnderfill: the physics that lets a healthy path's run say
+// still-growing. Reno on 93.9 Mbit/s, 106 ms with a 0.27 BDP queue
+// (r3000#102) halves to 64% of the BDP and regrows for half a minute;
+// a one-BDP queue, or eight streams, keep the link busy through a cut;
+// cubic's gentler cut leaves a 0.2 BDP queue's path underfull briefly
+// on a short path and for seconds on a long fat one.
+func TestUnderfill(t *testing.T) {
+	bdp := func(rate model.Bitrate, rtt time.Duration) model.Bytes {
+		return model.Bytes(float64(rate) / 8 * rtt.Seconds())
+	}
+	for _, tc := range []struct {
+		name     string
+		cc       string
+		rate     model.Bitrate
+		rtt      time.Duration
+		queueBDP float64
+		streams  int
+		lo, hi   time.Duration
+	}{
+		{"reno, r3000#102", "reno", 93.9e6, 106 * time.Millisecond, 0.27, 1, 30 * time.Second, 36 * time.Second},
+		{"reno, one BDP queued", "reno", 93.9e6, 106 * time.Millisecond, 1, 1, 0, 0},
+		{"reno, eight streams", "reno", 93.9e6, 106 * time.Millisecond, 0.27, 8, 0, 0},
+		{"cubic, 0.2 BDP, 10 ms", "cubic", 100e6, 10 * time.Millisecond, 0.2, 1, 0, 2 * time.Second},
+		{"cubic, 0.2 BDP, 1 Gbit/s × 100 ms", "cubic", 1e9, 100 * time.Millisecond, 0.2, 1, 3 * time.Second, 4 * time.Second},
+		{"bbr", "bbr", 1e9, 100 * time.Millisecond, 0.2, 1, 0, 0},
+	} {
+		b := bdp(tc.rate, tc.rtt)
+		got := underfill(tc.cc, b, model.Bytes(tc.queueBDP*float64(b)), tc.streams, tc.rtt)
+		if got < tc.lo || got > tc.hi {
+			t.Errorf("%s: underfill %v, want %v to %v", tc.name, got, tc.lo, tc.hi)
 		}
 	}
 }

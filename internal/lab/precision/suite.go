@@ -22,7 +22,8 @@ type Scenario struct {
 	A, B       lab.HostConfig
 	Test       model.TestConfig
 	// Healthy: the verdict must be the bottleneck (or healthy), with no
-	// warning or critical finding anywhere, in every direction.
+	// warning or critical finding anywhere, in every direction, but for
+	// those Also lists (a test too short for the path: still-growing).
 	Healthy bool
 	// Want is the finding that must be in the verdict of the tested
 	// direction (Dir); Also lists other findings that may stand in for it
