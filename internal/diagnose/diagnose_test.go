@@ -209,6 +209,8 @@ func TestLimits(t *testing.T) {
 			"cubic regrowing toward a 272 Mbit/s policer at 111 Mbit/s with no loss in 4 s: its bursts queued 1.2 ms at the 692 Mbit/s link, read as the path full (r4000#113)", nil},
 		{"still-growing.reno-under-bdp", []string{"still-growing"}, []string{"bottleneck"},
 			"reno halved under the BDP of a 93.9 Mbit/s, 106 ms path with a 0.27 BDP queue: 60.3 Mbit/s and regrowing, no loss, called the path's bottleneck (r3000#102)", nil},
+		{"loss-limited.policer-behind-queue", []string{"loss-limited"}, []string{"bottleneck"},
+			"an nftables policer at 3.13 Mbit/s behind a 32.3 Mbit/s tbf: 15% lost, 3.05 Mbit/s; slow start's 2.7 ms in the tbf (0.9 segments at the rate delivered) was read as the queue that dropped, and the headline said the loss cost nothing (r4000#41, kernel)", nil},
 		{"bottleneck.reno-one-loss-each", []string{"bottleneck"}, []string{"loss-limited"},
 			"two reno streams at 73.5 ms on a 0.37 BDP queue that lost one segment each in 4 s: no sawtooth, so no Mathis bound (r3000#562)", nil},
 		{"rto-stalls.eight-small-windows", []string{"bottleneck"}, nil,
