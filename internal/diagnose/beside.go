@@ -128,18 +128,35 @@ func rtoStalls(v *view, lim limitSet) (model.Finding, bool) {
 // several receive queues) and nothing on a network could be changed, so
 // the rule stays silent.
 func reordering(v *view, lim limitSet) (model.Finding, bool) {
+	// The kernel counts reordering once per ACK that reveals it, so its
+	// share is of the ACKs the sender received: at 614 Mbit/s a receiver
+	// acknowledges several segments at once (GRO, stretch ACKs), and the
+	// share of the segments sent read 0.014% on a path reordering 0.5% of
+	// its packets. The segments stand in when the ACKs were not counted.
+	of := v.acksIn
+	if of == 0 {
+		of = v.segsOut
+	}
 	if !v.sndKernel || v.local || v.reordSeen < minReorderings ||
-		(v.segsOut > 0 && float64(v.reordSeen) < reorderShare*float64(v.segsOut)) {
+		(of > 0 && float64(v.reordSeen) < reorderShare*float64(of)) {
 		return model.Finding{}, false
 	}
-	// Reordering this common costs a sender early retransmissions and
-	// window reductions (DSACKs count the spurious ones), and per-packet
-	// load balancing behind it can be fixed: a warning.
-	f := model.Finding{ID: "reordering", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.Medium}
-	if v.segsOut > 0 {
+	// Reordering costs a sender when it retransmits for nothing (DSACKs
+	// count those) and cuts its window with them: a warning, since per
+	// packet load balancing behind it can be fixed. Linux's RACK waits a
+	// quarter of a round trip before it calls a hole lost, so most
+	// reordering costs nothing, and is then a property of the path.
+	f := model.Finding{ID: "reordering", Layer: model.LayerNetwork, Severity: model.Info, Confidence: model.Medium}
+	if v.dsack >= minReorderings && (v.segsOut == 0 || float64(v.dsack) >= reorderShare*float64(v.segsOut)) {
+		f.Severity = model.Warning
+	}
+	if of > 0 {
 		f.Confidence = model.High
 	}
 	f.Summary = fmt.Sprintf("The path reorders packets: the sender saw %d reorderings and now tolerates %d segments out of order.", v.reordSeen, v.reordering)
+	if f.Severity == model.Info {
+		f.Summary += fmt.Sprintf(" DSACKs report %d segments retransmitted for nothing: the sender absorbed it.", v.dsack)
+	}
 	f.Explanation = "Packets overtaking each other (parallel links, load balancing per packet, some wireless) look like loss to a sender that counts duplicate ACKs. Linux adapts its threshold and uses RACK, but early retransmissions cost rate; DSACKs show the ones that were spurious."
 	f.Evidence = []model.Evidence{
 		{What: "reordering events seen", Value: fmt.Sprint(v.reordSeen), Source: v.source(model.Sender)},
@@ -148,6 +165,9 @@ func reordering(v *view, lim limitSet) (model.Finding, bool) {
 	}
 	if v.segsOut > 0 {
 		f.Evidence = append(f.Evidence, model.Evidence{What: "data segments sent", Value: fmt.Sprint(v.segsOut), Source: v.source(model.Sender)})
+	}
+	if v.acksIn > 0 {
+		f.Evidence = append(f.Evidence, model.Evidence{What: "segments (ACKs) received", Value: fmt.Sprint(v.acksIn), Source: v.source(model.Sender)})
 	}
 	f.Fix = []model.Fix{{Where: "path", Kind: "ip", Command: "find per-packet load balancing (ECMP or bonding in round-robin mode) on the path"}}
 	return f, true

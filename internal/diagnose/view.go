@@ -170,6 +170,7 @@ type view struct {
 	reordering uint32 // the kernel's reordering degree at the end
 	dsack      uint32
 	segsOut    uint32 // data segments sent in the connection's life; 0: unknown
+	acksIn     uint32 // segments the sender received in its life (its ACKs); 0: unknown
 
 	deliveryMax model.Bitrate // the highest delivery rate measured, the streams' samples summed
 	// deliveryFloor is the highest delivery-rate sample, those the kernel
@@ -336,6 +337,7 @@ func (v *view) fillSenderTotals(snd *model.EndReport, ids map[int]bool) int {
 		v.reordering = max(v.reordering, f.Reordering)
 		v.dsack += f.DSACKDups.V
 		v.segsOut += f.DataSegsOut.V
+		v.acksIn += f.SegsIn.V
 		if m, ok := f.MinRTT.Get(); ok && m > 0 && (v.minRTT == 0 || m < v.minRTT) {
 			v.minRTT = m
 		}

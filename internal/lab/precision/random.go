@@ -386,6 +386,7 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 			return s, nil, false
 		}
 		s.AtoB.Reorder = share
+		s.Beside = true // a cost only with spurious retransmissions
 		return s, []string{fmt.Sprintf("%.2g%% reordered", 100*share)}, true
 	case "slow-reader", "pacing-limited", "sender-app-limited":
 		// A reader, a pace or -b at 5 to 50% of the path's rate, and at

@@ -230,23 +230,17 @@ func Impairments() []Scenario {
 		// Under BBR with its queue standing, random loss and BBR's own
 		// overflow look alike from the sender: lossy-path is information
 		// there, named among the findings.
-		func() Scenario {
-			s := loss("0.3% loss under bbr, 100 Mbit/s, 40 ms", 100*mbit, 40*ms, "bbr", 0.003, "lossy-path")
-			s.Beside = true
-			return s
-		}(),
+		beside(loss("0.3% loss under bbr, 100 Mbit/s, 40 ms", 100*mbit, 40*ms, "bbr", 0.003, "lossy-path")),
 		deepQueue("2 s queue, 8 Mbit/s, 20 ms", 8*mbit, 20*ms, 2*time.Second),
 		deepQueue("400 ms queue, 20 Mbit/s, 10 ms", 20*mbit, 10*ms, 400*ms),
 		off("SACK off", "sack-off", func(h *lab.HostConfig) { h.SACK = lab.Off }),
-		func() Scenario {
-			s := off("timestamps off", "timestamps-off", func(h *lab.HostConfig) { h.Timestamps = lab.Off })
-			s.Beside = true
-			return s
-		}(),
+		beside(off("timestamps off", "timestamps-off", func(h *lab.HostConfig) { h.Timestamps = lab.Off })),
 		withHost(impaired("536-byte MSS clamp, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "small-mss", nil), nil,
 			func(h *lab.HostConfig) { h.MSS = 536 }),
-		impaired("1% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Impairment) { ab.Reorder = 0.01 }),
-		impaired("5% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Impairment) { ab.Reorder = 0.05 }),
+		// Reordering that RACK absorbs is a property of the path
+		// (information), a cost only with retransmissions for nothing.
+		beside(impaired("1% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Impairment) { ab.Reorder = 0.01 })),
+		beside(impaired("5% reordering, 50 Mbit/s, 10 ms", 50*mbit, 10*ms, "cubic", "reordering", func(ab *emulator.Impairment) { ab.Reorder = 0.05 })),
 		withTest(impaired("reader at 20 Mbit/s, 100 Mbit/s, 20 ms", 100*mbit, 20*ms, "cubic", "", nil),
 			model.TestConfig{ReadRate: 20 * mbit}, "slow-reader"),
 		func() Scenario {
@@ -314,4 +308,10 @@ func Impairments() []Scenario {
 		}(),
 	}
 	return out
+}
+
+// beside marks s's cause a property, found anywhere among the findings.
+func beside(s Scenario) Scenario {
+	s.Beside = true
+	return s
 }
