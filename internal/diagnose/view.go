@@ -173,6 +173,12 @@ type view struct {
 	acksIn     uint32 // segments the sender received in its life (its ACKs); 0: unknown
 
 	deliveryMax model.Bitrate // the highest delivery rate measured, the streams' samples summed
+	// deliveryPeak is deliveryMax with slow start's omitted intervals
+	// and application-limited samples counted too: slow start overshoots
+	// to the path's rate before its first loss, so this is a floor of the
+	// path's ceiling even when the measured time never reached it again
+	// (a window cut by that loss, regrowing).
+	deliveryPeak model.Bitrate
 	// deliveryFloor is the highest delivery-rate sample, those the kernel
 	// marked application-limited included: a rate the path certainly
 	// carries (an application-limited sample can only understate it). A
@@ -477,6 +483,9 @@ type senderSamples struct {
 	// interval (samples the kernel marked application-limited left
 	// out): what the path delivered to the transfer at that moment.
 	deliveredIn map[int]model.Bitrate
+	// deliveredAll is deliveredIn over every interval, the omitted
+	// ones and application-limited samples included.
+	deliveredAll map[int]model.Bitrate
 }
 
 // fillSenderIntervals reads the sender's samples before planned (0: no
@@ -484,7 +493,7 @@ type senderSamples struct {
 // the measured ones, idle and overrun samples, the window, RTT and
 // delivery rate.
 func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndStop stops, planned time.Duration) {
-	c := senderSamples{retransIn: map[int]uint32{}, deliveredIn: map[int]model.Bitrate{}}
+	c := senderSamples{retransIn: map[int]uint32{}, deliveredIn: map[int]model.Bitrate{}, deliveredAll: map[int]model.Bitrate{}}
 	for _, iv := range snd.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
@@ -503,6 +512,12 @@ func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndSt
 			if !iv.Omitted {
 				c.retransIn[iv.Index] += si.RetransSegs
 			}
+			if d, ok := si.TCP.DeliveryRate.Get(); ok && !sndStop.after(si) {
+				// Application-limited samples too: they can only
+				// understate what the path carries (a buffer-bound
+				// slow start's are all so marked).
+				c.deliveredAll[iv.Index] += d
+			}
 			if iv.Omitted || sndStop.after(si) {
 				continue
 			}
@@ -515,6 +530,10 @@ func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndSt
 	for _, d := range c.deliveredIn {
 		v.deliveryMax = max(v.deliveryMax, d)
 	}
+	for _, d := range c.deliveredAll {
+		v.deliveryPeak = max(v.deliveryPeak, d)
+	}
+	v.deliveryPeak = max(v.deliveryPeak, v.deliveryMax)
 	v.retransPattern(c.retransIn)
 	v.settleSender(&c)
 }
