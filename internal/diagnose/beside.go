@@ -233,7 +233,7 @@ func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 	// long path's queue, one outage). BBR overflowing the queue its own
 	// probes built is its probing, not the path. None of it silences
 	// heavy loss.
-	episode := v.retransSpread > 0 && v.retransSpread < sustained
+	episode := (v.retransSpread > 0 && v.retransSpread < sustained) || v.quietMeasured
 	if !loud && ((v.cc != "bbr" && pathFull(v)) || episode || bbrOverflow(v)) {
 		return model.Finding{}, false
 	}

@@ -495,14 +495,16 @@ func queueAtRate(v *view) bool {
 		v.windowOK && float64(v.windowBound) >= coLimit*float64(v.goodput) && !unchecked(v)
 }
 
-// unchecked: a loss-based sender lost nothing in the measured time. Its
+// unchecked: a loss-based sender lost nothing in the measured time (no
+// retransmission, or none in any measured interval: slow start's
+// recovery spilling past the omit mark is slow start's). Its
 // window grew all the while, so a queue short in time cannot have stood
 // at the path's rate without overflowing: what stood was the sender's
 // own bursts, queued at a faster link (cubic at 111 Mbit/s through a
 // 692 Mbit/s link, 1.2 ms "standing" from 64 KiB bursts, regrowing
 // toward a 272 Mbit/s policer, was read as the path full).
 func unchecked(v *view) bool {
-	return lossBased(v) && v.sndKernel && v.lossOK && v.retrans == 0
+	return lossBased(v) && v.sndKernel && ((v.lossOK && v.retrans == 0) || v.quietMeasured)
 }
 
 // queueStood: at some moment, slow start's included, the round trip

@@ -211,6 +211,8 @@ func TestLimits(t *testing.T) {
 			"reno halved under the BDP of a 93.9 Mbit/s, 106 ms path with a 0.27 BDP queue: 60.3 Mbit/s and regrowing, no loss, called the path's bottleneck (r3000#102)", nil},
 		{"loss-limited.policer-behind-queue", []string{"loss-limited"}, []string{"bottleneck"},
 			"an nftables policer at 3.13 Mbit/s behind a 32.3 Mbit/s tbf: 15% lost, 3.05 Mbit/s; slow start's 2.7 ms in the tbf (0.9 segments at the rate delivered) was read as the queue that dropped, and the headline said the loss cost nothing (r4000#41, kernel)", nil},
+		{"bottleneck.slow-start-spill", []string{"bottleneck"}, []string{"policer", "lossy-path"},
+			"reno at 133.5 ms on a clean path: slow start's recovery spilled 133 retransmissions past the omit mark, no measured interval lost one, and the light-loss policer read it at the ceiling (r7000#71)", nil},
 		{"bottleneck.reno-one-loss-each", []string{"bottleneck"}, []string{"loss-limited"},
 			"two reno streams at 73.5 ms on a 0.37 BDP queue that lost one segment each in 4 s: no sawtooth, so no Mathis bound (r3000#562)", nil},
 		{"rto-stalls.eight-small-windows", []string{"bottleneck"}, nil,
@@ -601,6 +603,19 @@ func TestReordering(t *testing.T) {
 func TestLossCostAgainstSlowStart(t *testing.T) {
 	for _, f := range Test(load(t, "loss-limited.regrowing-under-buffer"), Options{}) {
 		if strings.Contains(f.Summary, "cost this transfer no rate") || f.ID == "bottleneck" {
+			t.Errorf("%s: %s", f.ID, f.Summary)
+		}
+	}
+}
+
+// TestNoPolicerWithoutMeasuredDrops: cubic at 124.7 ms behind a 377 KiB
+// receive buffer and a 0.24 BDP queue lost 2.8% in slow start, none in
+// any measured interval, and regrew: read as a policer the sender had
+// outrun (r6000#107, kernel backend). Nothing dropped in the measured
+// time, so nothing there shows a policer.
+func TestNoPolicerWithoutMeasuredDrops(t *testing.T) {
+	for _, f := range Test(load(t, "loss-limited.spill-under-window"), Options{}) {
+		if f.ID == "policer" {
 			t.Errorf("%s: %s", f.ID, f.Summary)
 		}
 	}

@@ -100,7 +100,7 @@ func stillGrowing(v *view) (model.Finding, bool) {
 		rising = v.rateLast >= v.rateFirst
 	}
 	if !v.sndKernel || !v.receivedOK || !v.limitedOK || v.limited.Cwnd < limitedShare || v.local || pathFull(v) ||
-		v.rateFirst <= 0 || !rising || (v.lossOK && v.loss >= lossyShare) {
+		v.rateFirst <= 0 || !rising || (v.lossOK && v.loss >= lossyShare && !v.quietMeasured) {
 		return model.Finding{}, false
 	}
 	f := model.Finding{ID: "still-growing", Layer: model.LayerTransport, Severity: model.Warning, Confidence: model.Medium}
@@ -800,6 +800,15 @@ func policer(v *view, o Options) (model.Finding, bool) {
 	}
 	if v.retrans > 0 && 2*v.dsack >= v.retrans {
 		return model.Finding{}, false // mostly retransmitted for nothing: reordering, not drops
+	}
+	if v.quietMeasured {
+		// No measured interval lost a packet: whatever dropped slow
+		// start's overshoot did not shape the measured time, and the
+		// window that loss cut regrows as it would behind a drop-tail
+		// queue (cubic at 125 ms, 2.8% lost all in slow start, read as
+		// a policer the sender had outrun, behind a receive window and
+		// a 0.24 BDP queue; reno at 133.5 ms, 0.27%, on a clean path).
+		return model.Finding{}, false
 	}
 	share, known := v.ofDelivery()
 	atCeiling := known && share >= deliveredShare

@@ -157,6 +157,11 @@ type view struct {
 	// quietTail is how many of the last measured intervals in a row had
 	// no retransmissions (≥ 3 intervals measured).
 	quietTail int
+	// quietMeasured: ≥ 3 intervals measured and none had a
+	// retransmission. The summary's loss can still be above 0: slow
+	// start's recovery spills past the omit mark into the interval it
+	// ends in, which counts as omitted.
+	quietMeasured bool
 	// peakRTT is the highest smoothed round trip in any of the sender's
 	// samples, slow start's omitted interval included; 0 when none was
 	// read. A queue on the path shows in it: a loss-based sender fills
@@ -601,6 +606,7 @@ func (v *view) retransPattern(retransIn map[int]uint32) {
 	if with > 0 {
 		v.retransSpread = float64(with) / float64(len(retransIn))
 	}
+	v.quietMeasured = with == 0
 	idx := slices.Sorted(maps.Keys(retransIn))
 	for i := len(idx) - 1; i >= 0 && retransIn[idx[i]] == 0; i-- {
 		v.quietTail++
