@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -32,6 +33,10 @@ func TestJudge(t *testing.T) {
 		{"no verdict", healthy, nil, false},
 		{"still-growing where the path's physics says so", Scenario{Name: "h", Healthy: true, Direction: c2s, Also: []string{"still-growing"}}, []model.Finding{f("still-growing", model.Warning, true, c2s)}, true},
 		{"still-growing where it should not be", healthy, []model.Finding{f("still-growing", model.Warning, true, c2s)}, false},
+		{"still-growing at 80% of the path", Scenario{Name: "h", Healthy: true, Direction: c2s, AtoB: emulator.Impairment{Rate: 1.25e6}}, []model.Finding{f("still-growing", model.Warning, true, c2s)}, true},
+		{"loss-limited at 80% of the path", Scenario{Name: "h", Healthy: true, Direction: c2s, AtoB: emulator.Impairment{Rate: 1.25e6}}, []model.Finding{f("loss-limited", model.Critical, true, c2s)}, true},
+		{"loss-limited at 98% of the path", Scenario{Name: "h", Healthy: true, Direction: c2s, AtoB: emulator.Impairment{Rate: 1.06e6}}, []model.Finding{f("loss-limited", model.Critical, true, c2s)}, false},
+		{"a policer at 80% of the path", Scenario{Name: "h", Healthy: true, Direction: c2s, AtoB: emulator.Impairment{Rate: 1.25e6}}, []model.Finding{f("policer", model.Critical, true, c2s)}, false},
 		{"cause named", rwnd, []model.Finding{f("rwnd-limited", model.Critical, true, c2s)}, true},
 		{"stand-in named", rwnd, []model.Finding{f("wscale-off", model.Critical, true, c2s)}, true},
 		{"co-limit named", rwnd, []model.Finding{f("loss-limited", model.Critical, true, c2s), f("rwnd-limited", model.Critical, true, c2s)}, true},

@@ -66,6 +66,30 @@ type Outcome struct {
 // 0.8 BDP queue lost 15% and timed out).
 var lossNotes = map[string]bool{"lossy-path": true, "rto-stalls": true}
 
+// shortfalls are the verdicts that say a transfer fell short of its
+// path: the window still growing when the test ended, or the loss of
+// the path's own queue holding a loss-based sender under its rate (a
+// queue shorter than a BDP, or than one burst).
+var shortfalls = map[string]bool{"still-growing": true, "loss-limited": true}
+
+// shortfall: a healthy path's transfer under this share of the payload
+// its bottleneck carries (the rate drawn, less the IP and TCP headers of
+// a 1500-byte packet) did not fill the path. 10% is more than a
+// sawtooth at the path's rate leaves (a full path runs at 0.95 of it and
+// more) and less than one held under it costs.
+const shortfall = 0.9
+
+// fellShort reports whether goodput fell under shortfall of the payload
+// rate of s's bottleneck.
+func fellShort(s Scenario, goodput model.Opt[model.Bitrate]) bool {
+	rate := s.AtoB.Rate
+	if s.Direction == model.ServerToClient {
+		rate = s.BtoA.Rate
+	}
+	g, ok := goodput.Get()
+	return ok && rate > 0 && float64(g) < shortfall*float64(rate)*1448/1500
+}
+
 // healthyVerdicts are what a clean path's headline may be.
 var healthyVerdicts = []string{"bottleneck", "healthy"}
 
@@ -106,11 +130,17 @@ func Judge(s Scenario, run *model.Run, fs []model.Finding) Outcome {
 		}
 		// What the path's physics makes true of a healthy path (a test
 		// too short for the window to regrow: still-growing) is no
-		// false alarm either.
-		alarms = slices.DeleteFunc(slices.Clone(alarms), func(id string) bool { return slices.Contains(s.Also, id) })
+		// false alarm either; nor is a verdict that the transfer fell
+		// short of the path, where it did: the judge knows the rate it
+		// drew, and a transfer under shortfall of it did not fill the
+		// path, whatever a bottleneck verdict would say.
+		accepted := func(id string) bool {
+			return slices.Contains(s.Also, id) || shortfalls[id] && fellShort(s, o.Goodput)
+		}
+		alarms = slices.DeleteFunc(slices.Clone(alarms), accepted)
 		o.OK = len(alarms) == 0 && len(o.Verdict) > 0
 		for _, v := range o.Verdict {
-			o.OK = o.OK && (slices.Contains(healthyVerdicts, v) || o.LossNoted && lossNotes[v] || slices.Contains(s.Also, v))
+			o.OK = o.OK && (slices.Contains(healthyVerdicts, v) || o.LossNoted && lossNotes[v] || accepted(v))
 		}
 		return o
 	}
