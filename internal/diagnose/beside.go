@@ -243,7 +243,7 @@ func lossyPath(v *view, lim limitSet, o Options) (model.Finding, bool) {
 	}
 	f := model.Finding{ID: "lossy-path", Layer: model.LayerNetwork, Severity: model.Warning, Confidence: model.Medium}
 	cause := "random loss on the path (errors, a policer, a congested link elsewhere)"
-	ownQueue := v.cc == "bbr" && (pathFull(v) || (loud && queueStood(v)))
+	ownQueue := v.cc == "bbr" && (pathFull(v) || queueRose(v))
 	rise := (v.srtt - v.minRTT).Round(100 * time.Microsecond)
 	if !pathFull(v) {
 		rise = (v.peakRTT - v.minRTT).Round(100 * time.Microsecond) // the queue stood at moments

@@ -527,6 +527,20 @@ func queueStood(v *view) bool {
 	return float64(peak)/8*extra.Seconds()/float64(v.mss) >= atRateQueueSegs
 }
 
+// queueRose: at some moment a queue of queueMin or more stood, holding
+// atRateQueueSegs segments of the highest rate the path delivered: what
+// bbr's probes build on a drop-tail queue shorter than the two BDPs it
+// keeps in flight (5.2 ms at its peak, 9 segments, on a 20.3 Mbit/s,
+// 23 ms path with a 0.41 BDP queue). queueStood asks more of it (a
+// quarter of the round trip), to keep a policer's burst queue at a
+// faster link out.
+func queueRose(v *view) bool {
+	extra := v.peakRTT - v.minRTT
+	peak := max(v.deliveryPeak, v.goodput)
+	return v.peakRTT > 0 && extra >= queueMin(v) && v.mss > 0 && peak > 0 &&
+		float64(peak)/8*extra.Seconds()/float64(v.mss) >= atRateQueueSegs
+}
+
 // lossBased reports a sender whose congestion control is known and cuts
 // its window at each loss (reno, cubic, and the others but BBR).
 func lossBased(v *view) bool { return v.cc != "" && v.cc != "bbr" }
