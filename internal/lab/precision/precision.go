@@ -472,8 +472,11 @@ func RandomTable(w io.Writer, scenarios []Scenario, out []Outcome) {
 		}
 		hits, imp = hits+t.ok, imp+t.runs
 	}
-	fmt.Fprintf(w, "\nHit rate: %d of %d impairment runs (%.1f%%). False alarms: %d of %d healthy runs",
-		hits, imp, 100*float64(hits)/float64(max(imp, 1)), healthyRuns-healthyOK, healthyRuns)
+	fmt.Fprintln(w)
+	if imp > 0 {
+		fmt.Fprintf(w, "Hit rate: %d of %d impairment runs (%.1f%%). ", hits, imp, 100*float64(hits)/float64(imp))
+	}
+	fmt.Fprintf(w, "False alarms: %d of %d healthy runs", healthyRuns-healthyOK, healthyRuns)
 	if noted > 0 {
 		fmt.Fprintf(w, " (%d of the right ones lost heavily, %s, and carry the loss warning that requires)", noted, heavyWords)
 	}
