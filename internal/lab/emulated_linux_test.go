@@ -1,7 +1,6 @@
 package lab_test
 
 import (
-	"context"
 	"io"
 	"math"
 	"net"
@@ -220,10 +219,6 @@ func TestEmulatedRate(t *testing.T) {
 		model.Bytes(n), elapsed.Round(time.Millisecond), got, float64(got/want), want, info.Total_retrans, c.DroppedQueue, c.Queued)
 	if r := float64(got / want); r < 0.93 || r > 1.01 {
 		t.Errorf("goodput %v, want within [0.93, 1.01] × %v", got, want)
-	}
-	// At 100 Mbit/s the emulator keeps up: nothing lost outside the path.
-	if u, err := p.Unplanned(context.Background()); err != nil || u != 0 {
-		t.Errorf("unplanned drops %d (%v), want 0", u, err)
 	}
 }
 

@@ -279,8 +279,6 @@ type Pair struct {
 
 	emu  *emulator.Emulator // the running emulator of an emulated pair
 	tuns []emulator.Device  // TUN devices not yet handed to the emulator
-	// tunLinks are the TUN devices' namespaces and names, for Unplanned.
-	tunLinks [][2]string
 }
 
 // Host is one of a Pair's network namespaces: an end host with loopback

@@ -3,14 +3,12 @@ package lab
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -606,7 +604,6 @@ func (p *Pair) addTUN(ctx context.Context, h *Host, link string, addr netip.Pref
 	}
 	p.mu.Lock()
 	p.tuns = append(p.tuns, dev)
-	p.tunLinks = append(p.tunLinks, [2]string{h.Name, link})
 	p.mu.Unlock()
 	for _, args := range [][]string{
 		{"-n", h.Name, "addr", "add", addr.String(), "dev", link},
@@ -780,56 +777,6 @@ func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) {
 		return 0, fmt.Errorf("lab: %s: %w", d, err)
 	}
 	return n, nil
-}
-
-// Unplanned counts the packets the lab itself lost, which no impairment
-// asked for: those the kernel dropped at the emulator's TUN devices
-// (their queue toward the emulator full because it did not read in
-// time, or the receive backlog full when it wrote a burst), and the
-// emulator's failed writes. It counts from the pair's start; a caller
-// compares two readings around a test. Where it grows, the test did not
-// run on the path asked for: a userspace emulator on a small machine
-// falls behind at high packet rates, and its drops look like the path's
-// own loss without a queue (a policer, a lossy link). 0 for a pair
-// without an emulator.
-func (p *Pair) Unplanned(ctx context.Context) (uint64, error) {
-	p.mu.Lock()
-	links, emu, closed := slices.Clone(p.tunLinks), p.emu, p.closed
-	p.mu.Unlock()
-	if closed {
-		return 0, errors.New("lab: unplanned drops: pair is closed")
-	}
-	var n uint64
-	for _, l := range links {
-		out, err := run(ctx, "", "ip", "-n", l[0], "-s", "-j", "link", "show", "dev", l[1])
-		if err != nil {
-			return 0, err
-		}
-		d, err := linkDropped(out)
-		if err != nil {
-			return 0, fmt.Errorf("lab: %s %s: %w", l[0], l[1], err)
-		}
-		n += d
-	}
-	if emu != nil {
-		n += emu.Counters(emulator.AtoB).Errors + emu.Counters(emulator.BtoA).Errors
-	}
-	return n, nil
-}
-
-// linkDropped reads the receive and transmit drops from `ip -s -j link
-// show`'s JSON for one device.
-func linkDropped(out string) (uint64, error) {
-	var links []struct {
-		Stats struct {
-			RX struct{ Dropped uint64 } `json:"rx"`
-			TX struct{ Dropped uint64 } `json:"tx"`
-		} `json:"stats64"`
-	}
-	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 {
-		return 0, fmt.Errorf("read ip's link statistics: %v (%d links)", err, len(links))
-	}
-	return links[0].Stats.RX.Dropped + links[0].Stats.TX.Dropped, nil
 }
 
 // Close removes the pair's three namespaces, which removes everything in

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
@@ -995,7 +996,12 @@ func TestKilledShellLeavesNothing(t *testing.T) {
 	}
 	go io.Copy(io.Discard, stdout)
 	cmd.Wait()
-	if !gone(shell, 5*time.Second) {
+	switch {
+	case signal.Ignored(syscall.SIGHUP):
+		// Started under nohup: the shell inherits SIGHUP ignored, as a
+		// terminal's would, so its hangup cannot end it; Clean must.
+		t.Logf("SIGHUP is ignored here (nohup?): the shell's hangup is not tested, Clean's is")
+	case !gone(shell, 5*time.Second):
 		syscall.Kill(shell, syscall.SIGKILL)
 		t.Errorf("the shell (pid %d) outlived the process that started it", shell)
 	}

@@ -21,9 +21,6 @@ func (p *Pair) SetImpairment(ctx context.Context, d Dir, imp Impairment) error {
 // Dropped reports ErrNotSupported.
 func (p *Pair) Dropped(ctx context.Context, d Dir) (uint64, error) { return 0, ErrNotSupported }
 
-// Unplanned reports ErrNotSupported.
-func (p *Pair) Unplanned(ctx context.Context) (uint64, error) { return 0, ErrNotSupported }
-
 // Close has nothing to remove.
 func (p *Pair) Close() error { return nil }
 
