@@ -468,7 +468,12 @@ func queuedSegs(v *view) float64 {
 	if !v.receivedOK || v.mss <= 0 || v.srtt <= v.minRTT {
 		return 0
 	}
-	return float64(v.goodput) / 8 * (v.srtt - v.minRTT).Seconds() / float64(v.mss)
+	return segsIn(v.goodput, v.srtt-v.minRTT, v.mss)
+}
+
+// segsIn is how many segments of mss a queue of delay holds at rate.
+func segsIn(rate model.Bitrate, delay time.Duration, mss model.Bytes) float64 {
+	return float64(rate) / 8 * delay.Seconds() / float64(mss)
 }
 
 // queueAtRate: a queue shorter in time than queueMin still stood, when
@@ -524,7 +529,7 @@ func queueStood(v *view) bool {
 	if peak <= 0 || v.mss <= 0 {
 		return true // the rate is not known: the delay alone decides
 	}
-	return float64(peak)/8*extra.Seconds()/float64(v.mss) >= atRateQueueSegs
+	return segsIn(peak, extra, v.mss) >= atRateQueueSegs
 }
 
 // queueRose: at some moment a queue of queueMin or more stood, holding
@@ -538,7 +543,7 @@ func queueRose(v *view) bool {
 	extra := v.peakRTT - v.minRTT
 	peak := max(v.deliveryPeak, v.goodput)
 	return v.peakRTT > 0 && extra >= queueMin(v) && v.mss > 0 && peak > 0 &&
-		float64(peak)/8*extra.Seconds()/float64(v.mss) >= atRateQueueSegs
+		segsIn(peak, extra, v.mss) >= atRateQueueSegs
 }
 
 // lossBased reports a sender whose congestion control is known and cuts
