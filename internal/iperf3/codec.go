@@ -253,8 +253,11 @@ func resultsOf(totals []model.StreamTotal, cpu *model.CPUUse) results {
 			s.Retransmits = float64(n)
 			r.SenderHasRetransmits = 1
 		}
-		if t.Final != nil && t.Role == model.Sender {
-			r.CongestionUsed = t.Final.Congestion
+		// Stock iperf3 names its congestion control whichever way its
+		// streams run; a client shows it as receiver_tcp_congestion when
+		// the server receives. A sender's socket names it first.
+		if f := t.Final; f != nil && f.Congestion != "" && (r.CongestionUsed == "" || t.Role == model.Sender) {
+			r.CongestionUsed = f.Congestion
 		}
 		r.Streams = append(r.Streams, s)
 	}

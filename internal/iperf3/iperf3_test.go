@@ -1349,3 +1349,34 @@ func withIperf3(srv *perf.Server) *perf.Server {
 	srv.Handle(&iperf3.Handler{})
 	return srv
 }
+
+// A stock client names both ends' congestion control in its -J document
+// whichever way the streams run: a server that only receives names its
+// own too (stock's does; tcpscope's once sent it only for streams it sent
+// on, and receiver_tcp_congestion was missing from every forward test).
+func TestServeIperf3NamesCongestion(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	for _, args := range [][]string{{"-n", "4M"}, {"-n", "4M", "-R"}} {
+		doc, err := client(args...)
+		rec := <-records
+		if err != nil || rec.Err != nil {
+			t.Fatalf("iperf3 %v: %v; server record %v", args, err, rec.Err)
+		}
+		var ours string
+		for _, tot := range rec.Report.Totals {
+			if tot.Final != nil {
+				ours = tot.Final.Congestion
+			}
+		}
+		end, _ := doc["end"].(map[string]any)
+		snd, _ := end["sender_tcp_congestion"].(string)
+		rcv, _ := end["receiver_tcp_congestion"].(string)
+		server := rcv
+		if args[len(args)-1] == "-R" {
+			server = snd
+		}
+		if ours == "" || server != ours || snd == "" || rcv == "" {
+			t.Errorf("iperf3 %v: sender_tcp_congestion %q, receiver_tcp_congestion %q; the server's sockets ran %q", args, snd, rcv, ours)
+		}
+	}
+}
