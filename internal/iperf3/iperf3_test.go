@@ -1380,3 +1380,28 @@ func TestServeIperf3NamesCongestion(t *testing.T) {
 		}
 	}
 }
+
+// A stock client's -O test against a tcpscope server ends when the
+// client's timer does: the server's omit mark must not fall after the
+// client's, or its count of what the client's results say was sent
+// stays short and it waits out its stall timer (600 ms, every forward
+// test with -O at full speed; stock ends within a few milliseconds).
+func TestServeIperf3OmitEndsOnTime(t *testing.T) {
+	client, records := iperf3Clients(t, false)
+	const omit, secs = 1, 1
+	for i := range rounds(3, 1) {
+		start := time.Now()
+		doc, err := client("-t", fmt.Sprint(secs), "-O", fmt.Sprint(omit))
+		took := time.Since(start)
+		rec := <-records
+		if err != nil || rec.Err != nil {
+			t.Fatalf("run %d: %v; server record %v", i, err, rec.Err)
+		}
+		got, _, _ := endSum(doc, "sum_received")
+		t.Logf("run %d: %v for -t %d -O %d, %.0f B received", i, took, secs, omit, got)
+		// The stall timer alone is 600 ms; setup and results take tens.
+		if over := took - (omit+secs)*time.Second; over > 400*time.Millisecond {
+			t.Errorf("run %d: the test took %v, %v past its %d s", i, took, over, omit+secs)
+		}
+	}
+}

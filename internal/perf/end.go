@@ -904,7 +904,15 @@ func (e *End) sample() {
 	defer ticker.Stop()
 	var omitC <-chan time.Time
 	if e.cfg.Omit > 0 {
-		t := time.NewTimer(e.cfg.Omit)
+		// The mark falls at the start plus -O on the end's clock, not on
+		// this sampler's, which a busy server starts tens of
+		// milliseconds later: totals time the measured period from
+		// there, and an iperf3 client's results count its bytes from its
+		// own mark, which comes after ours (its clock starts on
+		// TEST_RUNNING, sent after ours started). Marked late, at 30
+		// Gbit/s the server counted megabytes fewer than the client's
+		// results and waited out its stall timer for them (issue 24).
+		t := time.NewTimer(max(e.cfg.Omit-e.since(), 0))
 		defer t.Stop()
 		omitC = t.C
 	}
