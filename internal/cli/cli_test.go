@@ -69,6 +69,7 @@ func TestExitCodes(t *testing.T) {
 		{"lab repeat 0", []string{"lab", "run", "tuning", "--repeat", "0"}, ExitUsage, "bad --repeat"},
 		{"lab -t 0", []string{"lab", "run", "tuning", "-t", "0"}, ExitUsage, "bad -t"},
 		{"-c without a host", []string{"-c"}, ExitUsage, "exactly one server address"},
+		{"-c and a host", []string{"test", "-c", addr, addr}, ExitUsage, "exactly one server address, got 2"},
 		{"root flag", []string{"--nope"}, ExitUsage, "try: tcpscope --help"},
 	}
 	covered := map[int]bool{}
@@ -96,7 +97,9 @@ func TestExitCodes(t *testing.T) {
 // as test and server.
 func TestIperf3ModeFlags(t *testing.T) {
 	addr := server(t, perf.Limits{})
-	for _, args := range [][]string{{"-c", addr}, {"--client", addr}, {"--client=" + addr}, {"-c" + addr}} {
+	// test -c HOST too: iperf3's flag inside the test command (it was
+	// refused, "unknown shorthand flag").
+	for _, args := range [][]string{{"-c", addr}, {"--client", addr}, {"--client=" + addr}, {"-c" + addr}, {"test", "-c", addr}, {"test", "--client", addr}} {
 		code, out, stderr := run(append(args, "-t", "0.2", "--json", "--no-diagnose")...)
 		var r model.Run
 		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Server != addr {

@@ -26,6 +26,7 @@ type testFlags struct {
 	port       int
 	ipv4, ipv6 bool
 	bind       string
+	client     string // -c HOST: iperf3's spelling of the address
 	json       bool
 	jsonStream bool
 	format     string
@@ -70,8 +71,12 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
   tcpscope test 192.0.2.7 --dscp EF -i 0 --connect-timeout 3000 -T lab --logfile lab.log
                                         iperf3's habits: DSCP, no intervals, a title, a log file`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				err := usagef("tcpscope test HOST[:PORT]", "test needs exactly one server address, got %d", len(args))
+			n := len(args)
+			if f.client != "" {
+				n++
+			}
+			if n != 1 {
+				err := usagef("tcpscope test HOST[:PORT] (or -c HOST, as iperf3, but not both)", "test needs exactly one server address, got %d", n)
 				if f.format == iperf3JSONFormat {
 					writeIperf3Failure(stdout, request(f, ""), err)
 				}
@@ -80,7 +85,11 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runTest(cmd, f, args[0], stdout, stderr)
+			host := f.client
+			if len(args) == 1 {
+				host = args[0]
+			}
+			return runTest(cmd, f, host, stdout, stderr)
 		},
 	}
 	fl := cmd.Flags()
@@ -113,6 +122,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVarP(&f.ipv4, "ipv4", "4", false, "IPv4 only")
 	fl.BoolVarP(&f.ipv6, "ipv6", "6", false, "IPv6 only")
 	fl.StringVarP(&f.bind, "bind", "B", "", "local address to send from")
+	fl.StringVarP(&f.client, "client", "c", "", "the server's address, as iperf3's -c (the same as the HOST argument)")
 	fl.BoolVar(&f.tls, "tls", false, "run the control connection over TLS, verifying the server's certificate by the system's roots (or --tls-ca)")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "trust this CA certificate (PEM) for --tls")
 	fl.StringVar(&f.tlsPin, "tls-pin", "", "run the control connection over TLS and trust exactly the server with this certificate pin (sha256/..., as the server prints it)")
