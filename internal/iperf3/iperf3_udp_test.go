@@ -69,7 +69,7 @@ func TestServeIperf3UDP(t *testing.T) {
 	client, records := iperf3Clients(t, false)
 	doc, err := client("-u", "-b", "5M", "-t", "1", "--get-server-output")
 	<-records
-	if text, _ := doc["server_output_text"].(string); err != nil || !strings.Contains(text, "jitter") || !strings.Contains(text, "diagnosis: explained") {
+	if text, _ := doc["server_output_text"].(string); err != nil || !strings.Contains(text, "Jitter    Lost/Total Datagrams") || !strings.Contains(text, "diagnosis: explained") {
 		t.Errorf("--get-server-output: %v, %q", err, text)
 	}
 	// And as JSON from a server that logs JSON, as from iperf3 -s -J

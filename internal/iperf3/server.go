@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/i3auth"
@@ -366,7 +365,11 @@ func (t *serverTest) results(ctx context.Context, r *serverRun, streams []*perf.
 	case t.p.ServerOutput != nil && t.h.OutputJSON:
 		res.ServerOutputJSON = t.h.serverJSON(t.srv.Version, &t.cfg, &rep, t.conn)
 	case t.p.ServerOutput != nil:
-		res.ServerOutputText = t.h.serverText(&t.cfg, &rep, t.conn)
+		addrs := make([]streamAddrs, len(streams))
+		for i, st := range streams {
+			addrs[i] = streamAddrs{id: st.ID(), local: st.LocalAddr(), remote: st.RemoteAddr()}
+		}
+		res.ServerOutputText = t.h.serverText(&t.cfg, &rep, t.conn, addrs)
 	}
 	if err := t.k.sendJSON(res); err != nil {
 		return rep, how, err
@@ -430,39 +433,6 @@ func movedNothing(cfg *model.TestConfig, totals []model.StreamTotal) error {
 		}
 	}
 	return nil
-}
-
-// serverText is the server's account of an iperf3 test as text, for a
-// client that asked for it (--get-server-output): per stream and in sum,
-// what this end moved, with its datagram account in UDP tests.
-func (h *Handler) serverText(cfg *model.TestConfig, rep *model.EndReport, c net.Conn) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "tcpscope server %s (kernel %s): accepted connection from %v\n", rep.Version, rep.Kernel, c.RemoteAddr())
-	fmt.Fprintf(&b, "[ ID] %-8s %-8s %10s %14s\n", "Role", "Seconds", "Bytes", "Rate")
-	var total model.Bytes
-	var longest time.Duration
-	for _, t := range rep.Totals {
-		fmt.Fprintf(&b, "[%3d] %-8s %8.2f %10s %14s", streamID(t.Stream), t.Role, t.Duration.Seconds(), t.Bytes.Decimal(), t.Rate)
-		if u := t.UDP; u != nil && t.Role == model.Receiver {
-			fmt.Fprintf(&b, "  jitter %.3f ms  lost %d/%d (%.2g%%)", float64(u.Jitter)/1e6, u.Lost, u.Packets, 100*u.LossRate())
-		} else if u != nil {
-			fmt.Fprintf(&b, "  datagrams %d", u.Packets)
-		} else if t.Role == model.Sender {
-			fmt.Fprintf(&b, "  retr %v", t.RetransSegs)
-		}
-		b.WriteByte('\n')
-		total += t.Bytes
-		longest = max(longest, t.Duration)
-	}
-	if len(rep.Totals) > 1 {
-		fmt.Fprintf(&b, "[SUM] %-8s %8.2f %10s %14s\n", "", longest.Seconds(), total.Decimal(), model.RateOf(total, longest.Seconds()))
-	}
-	if h.Explain != nil {
-		for _, line := range h.Explain(*cfg, *rep) {
-			fmt.Fprintf(&b, "diagnosis: %s\n", line)
-		}
-	}
-	return b.String()
 }
 
 // serverJSON is the server's account of an iperf3 test as JSON: the

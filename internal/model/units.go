@@ -295,3 +295,31 @@ func GroupDigits(v float64) string {
 	}
 	return b.String()
 }
+
+// Iperf3Bytes formats b as iperf3's text reports do ("1.25 MBytes"):
+// powers of 1024, three significant digits, a "Bytes" unit.
+func Iperf3Bytes(b Bytes) string { return iperf3Unit(float64(b), 1024, "Bytes") }
+
+// Iperf3Rate formats r as iperf3's text reports do ("10.5 Mbits/sec"):
+// powers of 1000, three significant digits.
+func Iperf3Rate(r Bitrate) string { return iperf3Unit(float64(r), 1000, "bits/sec") }
+
+// iperf3Unit scales v by step until under it (at most to T), and prints
+// it with 2, 1 or 0 decimals as iperf3 does: under 9.995, under 99.95,
+// or above.
+func iperf3Unit(v, step float64, unit string) string {
+	prefixes := []string{"", "K", "M", "G", "T"}
+	i := 0
+	for v >= step && i < len(prefixes)-1 {
+		v /= step
+		i++
+	}
+	decimals := 0
+	switch {
+	case v < 9.995:
+		decimals = 2
+	case v < 99.95:
+		decimals = 1
+	}
+	return fmt.Sprintf("%4.*f %s%s", decimals, v, prefixes[i], unit)
+}

@@ -54,6 +54,10 @@ func (s *Stream) IsUDP() bool { return s.udp != nil }
 // LocalAddr is the address of the stream's socket.
 func (s *Stream) LocalAddr() net.Addr { return s.netConn().LocalAddr() }
 
+// RemoteAddr is the peer's address of the stream's socket (nil for a UDP
+// socket not connected to one).
+func (s *Stream) RemoteAddr() net.Addr { return s.netConn().RemoteAddr() }
+
 // Done is closed once the stream has stopped (see Finished).
 func (s *Stream) Done() <-chan struct{} { return s.done }
 
