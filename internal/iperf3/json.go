@@ -314,7 +314,25 @@ func half(e *model.EndReport, t *model.StreamTotal, id int) map[string]any {
 	if lo, mean, ok := rttStats(e, id); ok {
 		h["min_rtt"], h["mean_rtt"] = lo.Microseconds(), mean.Microseconds()
 	}
+	unmeasured(h, "max_snd_cwnd", "max_snd_wnd", "max_rtt", "min_rtt", "mean_rtt")
 	return h
+}
+
+// unmeasured writes each of keys that h lacks as iperf3 writes a figure
+// nobody measured, 0, so parsers of iperf3's document find every key its
+// own has; and lists them in h's "tcpscope_unmeasured", so a reader that
+// knows tcpscope can tell such a 0 from a measured one.
+func unmeasured(h map[string]any, keys ...string) {
+	var none []string
+	for _, k := range keys {
+		if _, ok := h[k]; !ok {
+			h[k] = 0
+			none = append(none, k)
+		}
+	}
+	if len(none) > 0 {
+		h["tcpscope_unmeasured"] = none
+	}
 }
 
 // ends is the sending and receiving ends of a stream flowing in d.
@@ -463,6 +481,7 @@ func udpStream(rcvEnd *model.EndReport, snd, rcv *model.StreamTotal, id int, min
 			// a tcpscope receiver knows it.
 			h["out_of_order"] = rcv.UDP.OutOfOrder
 		}
+		unmeasured(h, "out_of_order")
 	}
 	return h
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,10 +100,12 @@ func at(doc any, path ...any) (any, bool) {
 func TestIperf3JSONAgainstStockServer(t *testing.T) {
 	rev := i3Doc(t, "iperf3-reverse-p2.json")
 	// The sender is the iperf3 server: its kernel figures are unknown,
-	// its retransmissions, CPU and congestion control are reported.
+	// written as iperf3 writes them (0) and listed as unmeasured; its
+	// retransmissions, CPU and congestion control are reported.
+	none, _ := at(rev, "end", "streams", 0, "sender", "tcpscope_unmeasured")
 	for _, k := range []string{"max_snd_cwnd", "max_snd_wnd", "max_rtt", "min_rtt", "mean_rtt"} {
-		if v, ok := at(rev, "end", "streams", 0, "sender", k); ok {
-			t.Errorf("-R: sender.%s = %v, from a server whose kernel was not read", k, v)
+		if v, ok := at(rev, "end", "streams", 0, "sender", k); !ok || v != 0.0 || !slices.Contains(none.([]any), any(k)) {
+			t.Errorf("-R: sender.%s = %v, from a server whose kernel was not read (want 0, in tcpscope_unmeasured %v)", k, v, none)
 		}
 	}
 	for path, want := range map[string][]any{
@@ -134,8 +137,9 @@ func TestIperf3JSONAgainstStockServer(t *testing.T) {
 			t.Errorf("UDP: sum_sent lacks %s", k)
 		}
 	}
-	if v, ok := at(udp, "end", "streams", 0, "udp", "out_of_order"); ok {
-		t.Errorf("UDP: out_of_order %v from a server that does not count it", v)
+	none, _ = at(udp, "end", "streams", 0, "udp", "tcpscope_unmeasured")
+	if v, _ := at(udp, "end", "streams", 0, "udp", "out_of_order"); v != 0.0 || none == nil || !slices.Contains(none.([]any), any("out_of_order")) {
+		t.Errorf("UDP: out_of_order %v from a server that does not count it, unmeasured %v (want 0, listed)", v, none)
 	}
 	if s, r := mustAt(t, udp, "end", "sum_sent", "sender"), mustAt(t, udp, "end", "sum_received", "sender"); s != true || r != false {
 		t.Errorf("UDP sums' sender flags %v/%v, want iperf3's true/false", s, r)
