@@ -98,6 +98,11 @@ type EndOptions struct {
 	OnRead func(n int)
 }
 
+// StartClock starts the end's clock at at, in place of EndOptions.Start,
+// for a protocol whose peer starts on a message sent after the end's
+// setup. Before Run.
+func (e *End) StartClock(at time.Time) { e.t0 = at }
+
 // NewEnd is one side's end of a test on streams; emit receives each
 // interval as it completes.
 func NewEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval), o EndOptions) *End {
