@@ -45,6 +45,8 @@ func main() {
 			interop.MergeTallies(m, part)
 		}
 		interop.WriteTable(os.Stdout, cases, m)
+		fmt.Println()
+		interop.WriteCostTable(os.Stdout, cases, m)
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -106,6 +108,8 @@ func main() {
 		}
 	}
 	interop.WriteTable(os.Stdout, picked, m)
+	fmt.Println()
+	interop.WriteCostTable(os.Stdout, picked, m)
 	if !*refusals {
 		return
 	}

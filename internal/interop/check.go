@@ -21,6 +21,14 @@ const RateTolerance = 0.02
 // client's in 10 runs on a quiet 2-core machine (docs/INTEROP.md).
 const bidirRateTolerance = 0.03
 
+// shortRateTolerance is RateTolerance for byte and block budgets sent
+// unpaced, which last tens of milliseconds on loopback: there the ends'
+// clocks differ by what a round of the control connection and a
+// scheduler's wake-up take, a few per cent of the test. Stock against
+// stock the rates came up to 5.5% apart (issue 24's runs); tcpscope
+// is held to the same.
+const shortRateTolerance = 0.06
+
 // blockReadTolerance is how far a -k -R budget may fall from stock's:
 // the client counts reads, not blocks (see Check), and a read that wakes
 // before the rest of a block has arrived takes part of one. Whether it
@@ -135,6 +143,9 @@ func Check(c Case, r Result, ref *Result) []string {
 		if hasFlag(c.Args, "--bidir") && !hasFlag(c.Args, "-b") && r.Way == TcpscopeToStock {
 			rateTol = bidirRateTolerance
 		}
+		if c.RateTol > 0 {
+			rateTol = c.RateTol
+		}
 		if d := relDiff(f.SentRate, f.RecvRate+lost); d > rateTol && (!c.UDP() || f.Lost == 0) {
 			fail("%s: sender's rate %.4g bit/s, receiver's %.4g (%.1f%% apart)", dir, f.SentRate, f.RecvRate, 100*d)
 		}
@@ -167,7 +178,30 @@ func Check(c Case, r Result, ref *Result) []string {
 			}
 		}
 	}
+	if missing := missingKeys(r, ref); len(missing) > 0 {
+		fail("the document lacks keys stock's has: %s", strings.Join(missing, ", "))
+	}
 	return bad
+}
+
+// missingKeys are the keys of the reference's document (a stock client
+// against a stock server, same flags) that r's lacks: what a parser of
+// iperf3's document would not find.
+func missingKeys(r Result, ref *Result) []string {
+	if r.Way == Reference || ref == nil || ref.Harness != nil || ref.Exit != 0 || ref.Error != "" || len(r.Keys) == 0 {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, k := range r.Keys {
+		have[k] = true
+	}
+	var out []string
+	for _, k := range ref.Keys {
+		if !have[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // exactWay says whether a flow's two counts must agree to the byte:
@@ -257,9 +291,6 @@ func parseRate(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	return v * mult, err
 }
-
-// needsReference says whether Check holds the case to stock's run.
-func (c Case) needsReference() bool { return hasFlag(c.Args, "-k") }
 
 // stockReceives reports whether a flow's receiver is a stock iperf3: the
 // server of tcpscope → iperf3, the client of reverse flows otherwise, and

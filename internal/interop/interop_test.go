@@ -43,6 +43,8 @@ func TestAgainstStockIperf3(t *testing.T) {
 	})
 	var table strings.Builder
 	WriteTable(&table, cases, m)
+	table.WriteString("\n")
+	WriteCostTable(&table, cases, m)
 	t.Logf("\n%s", table.String())
 	for _, f := range first {
 		t.Logf("missed: %s", f)
