@@ -325,7 +325,7 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 		if rec.Err != nil {
 			return
 		}
-		for _, fd := range diagnose.ServerEnd(rec.Config, rec.Report) {
+		for _, fd := range diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server) {
 			if fd.Primary {
 				logger.Info("diagnosis", "client", rec.Client, "direction", string(fd.Direction), "finding", fd.ID, "summary", fd.Summary)
 			}
@@ -333,9 +333,9 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 	}
 	// Stock iperf3 clients on the same port; those that ask for the
 	// server's output get the server end's diagnosis in it.
-	i3 := &iperf3.Handler{Auth: iperf3Auth, OutputJSON: f.jsonLog, Explain: func(cfg model.TestConfig, rep model.EndReport) []string {
+	i3 := &iperf3.Handler{Auth: iperf3Auth, OutputJSON: f.jsonLog, Explain: func(cfg model.TestConfig, rep model.EndReport, client, server string) []string {
 		var out []string
-		for _, fd := range diagnose.ServerEnd(cfg, rep) {
+		for _, fd := range diagnose.ServerEnd(cfg, rep, client, server) {
 			out = append(out, fmt.Sprintf("%s: %s", fd.ID, fd.Summary))
 		}
 		return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestServerEndPacedIsNoBlackHole(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := <-records
-	fs := diagnose.ServerEnd(rec.Config, rec.Report)
+	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
 	for _, f := range fs {
 		t.Logf("%s: %s", f.ID, f.Summary)
 		if f.ID == "pmtu-blackhole" {
@@ -76,7 +77,7 @@ func TestServerEndNamesItsCap(t *testing.T) {
 			if rec.Report.RateCap != 200*model.MbitPerSecond {
 				t.Errorf("-R %v: the server's report says a cap of %v", reverse, rec.Report.RateCap)
 			}
-			fs := diagnose.ServerEnd(rec.Config, rec.Report)
+			fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
 			if len(fs) == 0 || fs[0].ID != "server-rate-cap" {
 				for _, f := range fs {
 					t.Logf("%s: %s", f.ID, f.Summary)
@@ -84,5 +85,44 @@ func TestServerEndNamesItsCap(t *testing.T) {
 				t.Errorf("-R %v: the server's verdict does not name its own cap", reverse)
 			}
 		})
+	}
+}
+
+// The server's own diagnosis of a test over loopback knows there is no
+// path, as the client's does: it once said "the path's bottleneck is the
+// limit" in its log and in a stock client's --get-server-output, for
+// lack of the test's addresses.
+func TestServerEndOverLoopbackHasNoPath(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := make(chan perf.TestRecord, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		(&perf.Server{Version: Version, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	cfg := model.TestConfig{Duration: time.Second, Reverse: true}
+	if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	rec := <-records
+	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
+	if len(fs) == 0 {
+		t.Fatal("no finding")
+	}
+	noPath := false
+	for _, f := range fs {
+		t.Logf("%s: %s", f.ID, f.Summary)
+		if strings.Contains(f.Summary, "path's bottleneck") {
+			t.Errorf("over loopback the server's diagnosis names a path: %s: %s", f.ID, f.Summary)
+		}
+		noPath = noPath || strings.Contains(f.Summary, "no path")
+	}
+	if !noPath {
+		t.Error("over loopback no finding says there is no path")
 	}
 }

@@ -103,24 +103,29 @@ func ConnectionRun(series []model.Sample) *model.Run {
 // ServerEnd diagnoses a test from the server's end alone, as a server
 // sees the tests it serves (stock iperf3 clients' among them): the
 // server's totals and samples through the same rules, its sending
-// directions in full, its receiving ones by what it received.
-func ServerEnd(cfg model.TestConfig, rep model.EndReport) []model.Finding {
+// directions in full, its receiving ones by what it received. client
+// and server are the test's two addresses (host:port, empty where not
+// known): over loopback there is no path, as a client's own diagnosis
+// says.
+func ServerEnd(cfg model.TestConfig, rep model.EndReport, client, server string) []model.Finding {
 	if cfg.IsUDP() {
 		return serverDatagrams(cfg, rep)
 	}
-	return Test(ServedRun(cfg, rep), Options{})
+	return Test(ServedRun(cfg, rep, client, server), Options{})
 }
 
 // ServedRun is a test as its server alone saw it: the server's report as
 // the run's far end, and a summary per direction from its totals (a
 // receiver's bytes where the server received, its sent bytes where it
-// only sent). It is what a server archives of the tests it serves.
-func ServedRun(cfg model.TestConfig, rep model.EndReport) *model.Run {
+// only sent), its streams between the client's and the server's
+// addresses (empty where not known). It is what a server archives of
+// the tests it serves.
+func ServedRun(cfg model.TestConfig, rep model.EndReport, client, server string) *model.Run {
 	// The client is stock iperf3 or gone: its end is unknown, not zero.
 	run := &model.Run{Schema: model.SchemaVersion, Config: cfg, Remote: rep, ServerRateCap: rep.RateCap,
 		Client: model.EndReport{Side: model.ClientSide, NoKernelState: true}, Ended: "complete"}
 	for i, d := range cfg.Directions() {
-		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d})
+		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: client, ServerAddr: server})
 	}
 	run.Summary = model.Summarize(run)
 	return run

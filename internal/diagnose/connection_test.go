@@ -95,7 +95,7 @@ func TestServerEnd(t *testing.T) {
 		cfg.Reverse = true
 		rep := run.Client
 		rep.Side = model.ServerSide
-		fs := ServerEnd(cfg, rep)
+		fs := ServerEnd(cfg, rep, "", "")
 		if len(fs) == 0 || fs[0].ID != id || fs[0].Direction != model.ServerToClient {
 			t.Errorf("%s: the server's end gives %v", id, ids(fs))
 		}
@@ -116,7 +116,7 @@ func TestServerEndReceiving(t *testing.T) {
 	if o := run.Remote.Totals[0].Final.Options; !o.SACK || !o.Timestamps {
 		t.Fatalf("the recording's options: %+v", o)
 	}
-	fs := ServerEnd(run.Config, run.Remote)
+	fs := ServerEnd(run.Config, run.Remote, "", "")
 	if len(fs) == 0 {
 		t.Fatal("no findings")
 	}

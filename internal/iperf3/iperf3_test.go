@@ -244,7 +244,7 @@ func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan pe
 	go func() {
 		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
 		srv.Handle(&iperf3.Handler{OutputJSON: jsonOutput,
-			Explain: func(model.TestConfig, model.EndReport) []string { return []string{"explained"} }})
+			Explain: func(model.TestConfig, model.EndReport, string, string) []string { return []string{"explained"} }})
 		srv.Serve(ctx, ln)
 		close(done)
 	}()

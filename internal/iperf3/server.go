@@ -27,7 +27,7 @@ type Handler struct {
 	Auth *i3auth.Authenticator
 	// Explain, when set, diagnoses the server's end of a test in a few
 	// lines, for clients that ask for the server's output.
-	Explain func(model.TestConfig, model.EndReport) []string
+	Explain func(cfg model.TestConfig, rep model.EndReport, client, server string) []string
 	// OutputJSON: the server's output returned to clients that ask for
 	// it is JSON (server_output_json), as from an iperf3 -s -J;
 	// otherwise text.
@@ -449,7 +449,7 @@ func (h *Handler) serverJSON(version string, cfg *model.TestConfig, rep *model.E
 		Diagnosis []string          `json:"diagnosis,omitempty"`
 	}{Server: "tcpscope " + version, Client: c.RemoteAddr().String(), Config: cfg, End: rep}
 	if h.Explain != nil {
-		doc.Diagnosis = h.Explain(*cfg, *rep)
+		doc.Diagnosis = h.Explain(*cfg, *rep, c.RemoteAddr().String(), c.LocalAddr().String())
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

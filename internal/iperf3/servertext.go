@@ -44,7 +44,7 @@ func (h *Handler) serverText(cfg *model.TestConfig, rep *model.EndReport, c net.
 	}
 	t.totalSums(&b, rep.Totals)
 	if h.Explain != nil {
-		lines := h.Explain(*cfg, *rep)
+		lines := h.Explain(*cfg, *rep, c.RemoteAddr().String(), c.LocalAddr().String())
 		if len(lines) > 0 {
 			b.WriteByte('\n')
 		}

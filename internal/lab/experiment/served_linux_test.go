@@ -85,7 +85,7 @@ func TestServedIperf3(t *testing.T) {
 			// saw, not a rate, and the -b client leaves the CPU to the other.
 			t.Parallel()
 			rec := serveIperf3(t, tc.args...)
-			run := diagnose.ServedRun(rec.Config, rec.Report)
+			run := diagnose.ServedRun(rec.Config, rec.Report, rec.Client, rec.Server)
 			if *record {
 				b, err := json.MarshalIndent(run, "", " ")
 				if err != nil {
@@ -95,7 +95,7 @@ func TestServedIperf3(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			fs := diagnose.ServerEnd(rec.Config, rec.Report)
+			fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
 			if len(fs) == 0 {
 				t.Fatal("no findings")
 			}
