@@ -28,7 +28,10 @@ func main() {
 	ways := flag.String("ways", "all", "ways to run: all, or a comma list of stock (iperf3 → tcpscope), tcpscope (tcpscope → iperf3), reference")
 	save := flag.String("save", "", "write the tallies to this JSON file")
 	merge := flag.String("merge", "", "print the tables of these saved tallies (comma list) and exit")
-	refusals := flag.Bool("refusals", true, "also check the refusals")
+	refusals := flag.Bool("refusals", true, "also check the refusals (on loopback)")
+	serverNS := flag.String("server-ns", "", "run the servers in this network namespace (with -client-ns and -server-addr: across a path, not on loopback)")
+	clientNS := flag.String("client-ns", "", "run the clients in this network namespace")
+	serverAddr := flag.String("server-addr", "", "the servers' IPv4 address in -server-ns, as the clients dial it")
 	flag.Parse()
 	cases := interop.Cases()
 	if *merge != "" {
@@ -52,6 +55,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	h := &interop.Harness{Tcpscope: *tcpscope, Iperf3: *iperf3}
+	if *serverNS != "" || *clientNS != "" || *serverAddr != "" {
+		if *serverNS == "" || *clientNS == "" || *serverAddr == "" {
+			fail(fmt.Errorf("-server-ns, -client-ns and -server-addr go together"))
+		}
+		h.Across = &interop.Across{ServerNS: *serverNS, ClientNS: *clientNS, ServerAddr: *serverAddr}
+	}
 	if err := h.Start(ctx); err != nil {
 		fail(err)
 	}

@@ -144,26 +144,74 @@ type Harness struct {
 	Tcpscope, Iperf3 string // the programs
 	// Log receives the servers' output (nil discards it).
 	Log io.Writer
+	// Across, when set, runs the servers and the clients on two hosts
+	// joined by a path (network namespaces) instead of on loopback.
+	Across *Across
 
 	ports   map[string]int // server kind and family → port
 	servers []*exec.Cmd
 }
 
+// Across is where the programs run when not on loopback: two network
+// namespaces (ip netns) joined by a path, such as a veth pair, that the
+// caller made and removes.
+type Across struct {
+	// ServerNS and ClientNS are the namespaces of the servers and of
+	// the clients.
+	ServerNS, ClientNS string
+	// ServerAddr is the servers' host's IPv4 address, as the clients
+	// dial it. (IPv6 cases do not run across.)
+	ServerAddr string
+}
+
+// firstPort is where the servers listen across a path: the namespaces
+// are the caller's own, so their ports are free.
+const firstPort = 5301
+
+// hosts are the addresses the servers listen on.
+func (h *Harness) hosts() []string {
+	if h.Across != nil {
+		return []string{h.Across.ServerAddr}
+	}
+	return []string{"127.0.0.1", "::1"}
+}
+
+// command is a program to run in ns (across a path), or here.
+func (h *Harness) command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+	if h.Across == nil {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	// ip netns exec runs the program in the namespace as its own
+	// process (the same PID), so it is stopped by that PID.
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, name}, args...)...)
+}
+
 // Start starts the servers the ways need: a tcpscope server and a stock
-// iperf3 server on each loopback (127.0.0.1 and ::1), on free ports.
+// iperf3 server on each loopback (127.0.0.1 and ::1), on free ports, or
+// on the server's host across a path.
 func (h *Harness) Start(ctx context.Context) error {
 	h.ports = map[string]int{}
+	next := firstPort
 	for _, kind := range []string{"tcpscope", "iperf3"} {
-		for _, host := range []string{"127.0.0.1", "::1"} {
-			port, err := freePort(host)
-			if err != nil {
-				return err
+		for _, host := range h.hosts() {
+			port := next
+			next++
+			if h.Across == nil {
+				var err error
+				if port, err = freePort(host); err != nil {
+					return err
+				}
 			}
 			var cmd *exec.Cmd
+			ns := ""
+			if h.Across != nil {
+				ns = h.Across.ServerNS
+			}
+			// Not bound to ctx: the servers live until Close.
 			if kind == "tcpscope" {
-				cmd = exec.Command(h.Tcpscope, "server", "-B", host, "-p", strconv.Itoa(port))
+				cmd = h.command(context.Background(), ns, h.Tcpscope, "server", "-B", host, "-p", strconv.Itoa(port))
 			} else {
-				cmd = exec.Command(h.Iperf3, "-s", "-B", host, "-p", strconv.Itoa(port))
+				cmd = h.command(context.Background(), ns, h.Iperf3, "-s", "-B", host, "-p", strconv.Itoa(port))
 			}
 			h.logTo(cmd)
 			if err := cmd.Start(); err != nil {
@@ -172,7 +220,7 @@ func (h *Harness) Start(ctx context.Context) error {
 			}
 			h.servers = append(h.servers, cmd)
 			h.ports[kind+host] = port
-			if err := waitListening(ctx, host, port); err != nil {
+			if err := h.waitListening(ctx, host, port); err != nil {
 				h.Close()
 				return fmt.Errorf("%s server on %s: %w", kind, host, err)
 			}
@@ -198,7 +246,12 @@ func (h *Harness) Close() {
 // Run runs one case one way: all its clients, and their results.
 func (h *Harness) Run(ctx context.Context, c Case, w Way) []Result {
 	host := "127.0.0.1"
-	if c.IPv6 {
+	switch {
+	case h.Across != nil && c.IPv6:
+		return []Result{{Case: c.Name, Way: w, Harness: errors.New("IPv6 cases do not run across a path")}}
+	case h.Across != nil:
+		host = h.Across.ServerAddr
+	case c.IPv6:
 		host = "::1"
 	}
 	server := "tcpscope"
@@ -208,7 +261,7 @@ func (h *Harness) Run(ctx context.Context, c Case, w Way) []Result {
 	port := h.ports[server+host]
 	n := max(c.Clients, 1)
 	out := make([]Result, n)
-	before, berr := readSegments()
+	before, berr := h.segments(ctx)
 	var wg sync.WaitGroup
 	for i := range n {
 		args := append([]string{}, c.Args...)
@@ -226,7 +279,7 @@ func (h *Harness) Run(ctx context.Context, c Case, w Way) []Result {
 		}()
 	}
 	wg.Wait()
-	if after, err := readSegments(); err == nil && berr == nil {
+	if after, err := h.segments(ctx); err == nil && berr == nil {
 		d := after.sub(before)
 		out[0].Segments = &d
 	}
@@ -238,12 +291,16 @@ func (h *Harness) client(ctx context.Context, w Way, host string, port int, args
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var cmd *exec.Cmd
+	ns := ""
+	if h.Across != nil {
+		ns = h.Across.ClientNS
+	}
 	if w == TcpscopeToStock {
 		a := append([]string{"test", "--iperf3", "-f", "iperf3-json", net.JoinHostPort(host, strconv.Itoa(port))}, args...)
-		cmd = exec.CommandContext(ctx, h.Tcpscope, a...)
+		cmd = h.command(ctx, ns, h.Tcpscope, a...)
 	} else {
 		a := append([]string{"-c", host, "-p", strconv.Itoa(port), "-J"}, args...)
-		cmd = exec.CommandContext(ctx, h.Iperf3, a...)
+		cmd = h.command(ctx, ns, h.Iperf3, a...)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -347,6 +404,25 @@ func freePort(host string) (int, error) {
 		}
 	}
 	return 0, errors.New("find a free port: none free for both TCP and UDP")
+}
+
+// waitListening polls until a server listens: here by connecting, across
+// a path by asking the server's host (ss).
+func (h *Harness) waitListening(ctx context.Context, host string, port int) error {
+	if h.Across == nil {
+		return waitListening(ctx, host, port)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := h.command(ctx, h.Across.ServerNS, "ss", "-Hltn", "sport", "=", ":"+strconv.Itoa(port)).Output()
+		if err == nil && len(bytes.TrimSpace(out)) > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not listening after 10 s (ss: %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitListening polls until a server accepts connections.

@@ -2,7 +2,10 @@ package interop
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -30,12 +33,42 @@ func (s Segments) sub(earlier Segments) Segments {
 	return Segments{Retrans: s.Retrans - earlier.Retrans, DSACKs: s.DSACKs - earlier.DSACKs, OutOfOrder: s.OutOfOrder - earlier.OutOfOrder}
 }
 
-// readSegments reads the counters of this network namespace.
-func readSegments() (Segments, error) {
+// counterFiles are where the kernel keeps them, per network namespace.
+var counterFiles = []string{"/proc/net/snmp", "/proc/net/netstat"}
+
+// segments reads the counters where the runs are: this network
+// namespace, or across a path both hosts' (summed: each end's sockets
+// count in its own).
+func (h *Harness) segments(ctx context.Context) (Segments, error) {
+	if h.Across == nil {
+		return readSegments(func(path string) (io.ReadCloser, error) { return os.Open(path) })
+	}
+	var sum Segments
+	for _, ns := range []string{h.Across.ClientNS, h.Across.ServerNS} {
+		s, err := readSegments(func(path string) (io.ReadCloser, error) {
+			out, err := h.command(ctx, ns, "cat", path).Output()
+			return io.NopCloser(bytes.NewReader(out)), err
+		})
+		if err != nil {
+			return sum, fmt.Errorf("%s: %w", ns, err)
+		}
+		sum.Retrans, sum.DSACKs, sum.OutOfOrder = sum.Retrans+s.Retrans, sum.DSACKs+s.DSACKs, sum.OutOfOrder+s.OutOfOrder
+	}
+	return sum, nil
+}
+
+// readSegments reads the counters from the files open opens.
+func readSegments(open func(path string) (io.ReadCloser, error)) (Segments, error) {
 	var s Segments
 	want := map[string]*int64{"Tcp:RetransSegs": &s.Retrans, "TcpExt:TCPDSACKRecv": &s.DSACKs, "TcpExt:TCPOFOQueue": &s.OutOfOrder}
-	for _, f := range []string{"/proc/net/snmp", "/proc/net/netstat"} {
-		if err := readCounters(f, want); err != nil {
+	for _, path := range counterFiles {
+		f, err := open(path)
+		if err != nil {
+			return s, fmt.Errorf("read counters: %w", err)
+		}
+		err = readCounters(f, path, want)
+		f.Close()
+		if err != nil {
 			return s, err
 		}
 	}
@@ -44,12 +77,7 @@ func readSegments() (Segments, error) {
 
 // readCounters fills want ("Proto:Name") from a file of /proc/net/snmp's
 // shape: per protocol, a line of names and a line of values.
-func readCounters(path string, want map[string]*int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("read counters: %w", err)
-	}
-	defer f.Close()
+func readCounters(f io.Reader, path string, want map[string]*int64) error {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	var names []string

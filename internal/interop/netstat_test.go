@@ -1,24 +1,19 @@
 package interop
 
 import (
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // The counters are read by name from /proc/net/snmp's shape, whatever
 // their column, and the live files have them.
 func TestReadCounters(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "netstat")
 	doc := "TcpExt: SyncookiesSent TCPOFOQueue TCPDSACKRecv\nTcpExt: 1 22 333\nIpExt: InNoRoutes\nIpExt: 4\n"
-	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	var ofo, dsack int64 = -1, -1
-	if err := readCounters(f, map[string]*int64{"TcpExt:TCPOFOQueue": &ofo, "TcpExt:TCPDSACKRecv": &dsack}); err != nil || ofo != 22 || dsack != 333 {
+	if err := readCounters(strings.NewReader(doc), "netstat", map[string]*int64{"TcpExt:TCPOFOQueue": &ofo, "TcpExt:TCPDSACKRecv": &dsack}); err != nil || ofo != 22 || dsack != 333 {
 		t.Fatalf("out of order %d, DSACKs %d, %v; want 22 and 333", ofo, dsack, err)
 	}
-	if _, err := readSegments(); err != nil {
+	if _, err := (&Harness{}).segments(t.Context()); err != nil {
 		t.Fatalf("this host's counters: %v", err)
 	}
 }
