@@ -251,7 +251,10 @@ func (t *serverTest) start(ctx context.Context, streams []*perf.Stream) (*server
 	if !t.cfg.IsUDP() && !wholeBlocks {
 		length = max(t.cfg.Length, perf.DefaultLength)
 	}
-	o := perf.EndOptions{PeerCloses: true, ReadOn: true, WholeBlocks: wholeBlocks}
+	// The streams wait for hold while Run sets the end up; they start as
+	// the client does, on TEST_RUNNING.
+	hold := make(chan struct{})
+	o := perf.EndOptions{PeerCloses: true, ReadOn: true, WholeBlocks: wholeBlocks, Hold: hold}
 	e, err := t.test.ServerEnd(t.cfg, streams, length, o)
 	if err != nil {
 		t.log.Warn("iperf3 socket options", "err", err)
@@ -262,15 +265,19 @@ func (t *serverTest) start(ctx context.Context, streams []*perf.Stream) (*server
 	// server makes take milliseconds, a longer one (a stock -n 256M
 	// client's two ends were 6-10% apart on loopback, stock's 0-4%).
 	e.StartClock(time.Now())
-	if _, err := t.conn.Write([]byte{stateTestStart, stateTestRunning}); err != nil {
-		return nil, err
-	}
 	r := &serverRun{e: e, over: make(chan struct{}), ended: make(chan string, 1), conn: t.conn}
-	go r.readEnd(t.k)
 	go func() {
 		r.err = e.Run(context.Background())
 		close(r.over)
 	}()
+	if _, err := t.conn.Write([]byte{stateTestStart, stateTestRunning}); err != nil {
+		e.Abort()
+		close(hold)
+		<-r.over
+		return nil, err
+	}
+	close(hold)
+	go r.readEnd(t.k)
 	return r, nil
 }
 

@@ -88,6 +88,9 @@ type End struct {
 	// each read takes at most one block: writes of whole blocks, as
 	// iperf3's server makes them, let each read take one.
 	wholeBlocks bool
+	// hold, if set, holds the streams until it closes: the end's setup
+	// is done by then (EndOptions.Hold).
+	hold <-chan struct{}
 	// onRead, if set, hears of every read of a receiving TCP stream (an
 	// iperf3 client ends a byte or block count test it receives when it
 	// has read enough). It runs on the streams' goroutines.
@@ -374,6 +377,13 @@ func (e *End) run(ctx context.Context) error {
 	for _, s := range e.streams {
 		wg.Go(func() {
 			defer close(s.done)
+			if e.hold != nil {
+				select {
+				case <-e.hold:
+				case <-e.stopped:
+				case <-ctx.Done():
+				}
+			}
 			switch {
 			case s.udp != nil && s.role == model.Sender:
 				s.err = e.sendUDP(s)

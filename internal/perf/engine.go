@@ -96,6 +96,12 @@ type EndOptions struct {
 	// OnRead, if set, hears of every read of a receiving TCP stream, on
 	// the streams' goroutines.
 	OnRead func(n int)
+	// Hold, if set, holds the streams until it closes: the caller starts
+	// Run, tells the peer to start, then closes it, so that the end's
+	// own setup is done when the peer starts, and its first write
+	// follows at once (iperf3's server writes its first block as it
+	// sends TEST_RUNNING, before the client reads).
+	Hold <-chan struct{}
 }
 
 // StartClock starts the end's clock at at, in place of EndOptions.Start,
@@ -113,7 +119,7 @@ func NewEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(
 
 func (e *End) setOptions(o EndOptions) {
 	e.t0 = o.Start
-	e.peerCloses, e.readOn, e.wholeBlocks, e.onRead = o.PeerCloses, o.ReadOn, o.WholeBlocks, o.OnRead
+	e.peerCloses, e.readOn, e.wholeBlocks, e.onRead, e.hold = o.PeerCloses, o.ReadOn, o.WholeBlocks, o.OnRead, o.Hold
 }
 
 // Run moves the bytes and samples the streams until the test ends, and
