@@ -74,9 +74,9 @@ func Cases() []Case {
 		// Byte and block budgets unpaced: tens of milliseconds on
 		// loopback, where each end's clock is a few per cent of the
 		// test (stock against stock: up to 5.5% apart, issue 24).
-		{Name: "tcp -n 256M, short", Args: []string{"-n", "256M"}, RateTol: shortRateTolerance},
-		{Name: "tcp -n 256M -R, short", Args: []string{"-n", "256M", "-R"}, RateTol: shortRateTolerance},
-		{Name: "tcp -k 400, short", Args: []string{"-k", "400"}, RateTol: shortRateTolerance},
+		{Name: "tcp -n 1G, short", Args: []string{"-n", "1G"}, RateTol: shortRateTolerance},
+		{Name: "tcp -n 1G -R, short", Args: []string{"-n", "1G", "-R"}, RateTol: shortRateTolerance},
+		{Name: "tcp -k 1000, short", Args: []string{"-k", "1000"}, RateTol: shortRateTolerance},
 		{Name: "tcp -b 200M", Args: with("-b", "200M")},
 		{Name: "tcp -l 64K", Args: with("-l", "64K")},
 		{Name: "tcp -w 512K", Args: with("-w", "512K")},
