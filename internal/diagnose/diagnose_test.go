@@ -267,6 +267,8 @@ func TestLimits(t *testing.T) {
 			"-R through bursts of loss counted in packets (a stalled sender sends few, so the burst never ended): 0 B arrived in 15 s, the server's report never came, and the verdict was sender-unknown, \"the receiver kept up\"", nil},
 		{"policer.cubic", []string{"policer"}, []string{"lossy-path", "loss-limited"},
 			"cubic through a 10 Mbit/s policer: 11.9% retransmitted with the round trip at its minimum", nil},
+		{"bottleneck.reno-shallow-overflow", []string{"bottleneck"}, []string{"lossy-path"},
+			"reno on a 516 Mbit/s, 5.3 ms path with a 0.38 BDP queue: 58% of the path and 0.19% retransmitted at 4.5x the Mathis bound, 1.3 ms of queue standing: its queue overflowing once a sawtooth, warned of as random loss on the path (r9000#613)", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := Test(load(t, tc.name), Options{})
