@@ -57,6 +57,12 @@ const (
 	// rwndSomeShare: a sender this often waiting on the window, with
 	// goodput at window/RTT, is window-bound.
 	rwndSomeShare = 0.1
+	// sawtoothFloor: a loss-based sender that lost in the measured time
+	// averages between half its peak window and the peak (reno's
+	// sawtooth 0.75 of it, cubic's more): one at this share of what the
+	// receive window carries or more, waiting on that window at its
+	// peaks, had the window as its ceiling.
+	sawtoothFloor = 0.5
 	// slowReaderRatio: a receiver whose median window is this many times
 	// smaller than the largest it advertised had its buffer full of
 	// unread data: its application reads slower than the network.
