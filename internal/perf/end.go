@@ -31,9 +31,6 @@ type Stream struct {
 	// wrote is set once a sender's writes are over: moved is final (its
 	// end of file, if any, comes after).
 	wrote atomic.Bool
-	// lowat is the receive low-water mark a receiving TCP stream's
-	// reader set (0: the kernel's default; lowat.go).
-	lowat atomic.Int64
 
 	// Set by the stream's goroutine before done is closed.
 	done     chan struct{}
@@ -187,8 +184,6 @@ func (e *End) stop() {
 			if s.role == model.Sender {
 				// A deadline in the past wakes a blocked Write at once.
 				_ = s.netConn().SetWriteDeadline(time.Unix(1, 0))
-			} else {
-				s.dropLowat() // what is queued is read now
 			}
 		}
 	})
@@ -253,7 +248,6 @@ func (e *End) drainReceivers(d time.Duration) {
 	}
 	for _, s := range e.streams {
 		if s.role == model.Receiver {
-			s.dropLowat()
 			_ = s.netConn().SetReadDeadline(by)
 		}
 	}
@@ -660,17 +654,16 @@ func (e *End) receive(s *Stream) error {
 		// the end drainReceivers set then stands.)
 		e.setReadDeadline(s.conn, first)
 	}
-	read := s.conn.Read
+	read, err := rawReader(s.conn)
+	if err != nil {
+		return err
+	}
 	if e.cfg.SkipRxCopy {
 		tr, err := truncReader(s.conn)
 		if err != nil {
 			return err
 		}
 		read = tr
-	}
-	var lw *lowater
-	if pace == 0 && e.onRead == nil {
-		lw = &lowater{e: e, s: s, most: size, from: e.since()}
 	}
 	var last time.Duration // the latest read that returned data
 	var y yielder
@@ -679,9 +672,6 @@ func (e *End) receive(s *Stream) error {
 		n, err := read(buf)
 		if n > 0 {
 			last = e.since()
-			if lw != nil {
-				lw.read(n, last)
-			}
 		}
 		if err != nil && e.readOn && e.isStopped() && errors.Is(err, os.ErrDeadlineExceeded) {
 			if by, ok := e.drainDeadline(); !ok || time.Now().Before(by) {
@@ -793,7 +783,7 @@ func (e *End) receive(s *Stream) error {
 		// read 24 Mbit/s across a 20 Mbit/s path).
 		s.finished = max(e.endedAt(), last)
 	}
-	err := e.finalSample(s)
+	err = e.finalSample(s)
 	if e.peerCloses {
 		return err
 	}

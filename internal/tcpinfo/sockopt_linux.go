@@ -172,19 +172,6 @@ func Buffers(c syscall.Conn) (snd, rcv model.Bytes, err error) {
 	return snd, rcv, err
 }
 
-// SetRcvLowat sets the socket's receive low-water mark (SO_RCVLOWAT):
-// the bytes that must be queued before the kernel reports it readable
-// (it still wakes a reader for less at end of file, under memory
-// pressure, or when the window it offers is down to a segment). A
-// non-blocking read still returns whatever is queued. The kernel caps
-// the mark at half the receive buffer; 1 is its default. Setting it
-// wakes a waiting reader at once if enough is already queued.
-func SetRcvLowat(c syscall.Conn, b model.Bytes) error {
-	return control(c, "set SO_RCVLOWAT", func(fd int) error {
-		return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, int(max(b, 1)))
-	})
-}
-
 // SetCongestion selects the congestion-control algorithm (TCP_CONGESTION).
 // For an algorithm the kernel does not have, the error wraps unix.ENOENT
 // (so errors.Is(err, unix.ENOENT) and errors.Is(err, fs.ErrNotExist) hold)

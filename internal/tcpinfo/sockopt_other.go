@@ -20,9 +20,6 @@ func SetBuffers(c syscall.Conn, snd, rcv model.Bytes) error { return ErrNotSuppo
 // Buffers reports ErrNotSupported.
 func Buffers(c syscall.Conn) (snd, rcv model.Bytes, err error) { return 0, 0, ErrNotSupported }
 
-// SetRcvLowat reports ErrNotSupported.
-func SetRcvLowat(c syscall.Conn, b model.Bytes) error { return ErrNotSupported }
-
 // SetCongestion reports ErrNotSupported.
 func SetCongestion(c syscall.Conn, name string) error { return ErrNotSupported }
 
