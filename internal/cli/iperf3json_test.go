@@ -128,6 +128,9 @@ func TestIperf3JSONKeysMatchStock(t *testing.T) {
 		{"bidir", []string{"--bidir", "-t", "1"}, nil},
 		{"parallel", []string{"-P", "2", "-t", "1"}, nil},
 		{"udp-reverse", []string{"-u", "-b", "20M", "-R", "-t", "1"}, nil},
+		// -M: stock writes tcp_mss (the MSS asked for) in place of
+		// tcp_mss_default; tcpscope's document once had neither.
+		{"mss", []string{"-M", "1200", "-t", "1"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// -short runs modes that take both directions, several

@@ -162,7 +162,12 @@ func startOf(run *model.Run) map[string]any {
 		s := run.Streams[0].Client
 		start["sndbuf_actual"] = int64(s.SndBuf)
 		start["rcvbuf_actual"] = int64(s.RcvBuf)
-		if s.MSS > 0 {
+		// As iperf3: the MSS asked for (-M) as tcp_mss, else the
+		// socket's as tcp_mss_default.
+		switch {
+		case run.Config.MSS > 0 && !run.Config.IsUDP():
+			start["tcp_mss"] = run.Config.MSS
+		case s.MSS > 0:
 			start["tcp_mss_default"] = s.MSS
 		}
 	}
