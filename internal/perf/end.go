@@ -33,11 +33,15 @@ type Stream struct {
 	wrote atomic.Bool
 
 	// Set by the stream's goroutine before done is closed.
-	done     chan struct{}
-	finished time.Duration // stop of writing, or arrival of the last byte
-	first    time.Duration // arrival of the first byte (receivers)
-	final    model.Sample
-	err      error
+	done chan struct{}
+	// arrivedByStop is, plus one, what a receiving TCP stream had read
+	// or had queued when the end stopped (0: not stopped yet): bytes up
+	// to it arrived by then, however late this end reads them.
+	arrivedByStop atomic.Int64
+	finished      time.Duration // stop of writing, or arrival of the last byte
+	first         time.Duration // arrival of the first byte (receivers)
+	final         model.Sample
+	err           error
 	// tail: how the stream's end was kept near the planned end (nil:
 	// it was not); set by the stream's goroutine, or for an iperf3
 	// client's cut by its ender once the stream is done (End.CutSenders).
@@ -184,6 +188,15 @@ func (e *End) stop() {
 			if s.role == model.Sender {
 				// A deadline in the past wakes a blocked Write at once.
 				_ = s.netConn().SetWriteDeadline(time.Unix(1, 0))
+			} else if s.conn != nil {
+				// What was read, then what is queued: a read between
+				// the two counts in neither, so the mark errs early.
+				moved := s.moved.Load()
+				if smp, err := tcpinfo.Read(s.conn); err == nil {
+					if q, ok := smp.RecvQ.Get(); ok {
+						s.arrivedByStop.Store(moved + int64(q) + 1)
+					}
+				}
 			}
 		}
 	})
@@ -666,12 +679,24 @@ func (e *End) receive(s *Stream) error {
 		read = tr
 	}
 	var last time.Duration // the latest read that returned data
+	// arrived is the latest read that returned bytes that had not yet
+	// arrived when the end stopped: the end of the receiver's time once
+	// stopped. A read that is late for bytes queued before the stop
+	// (a busy reader) does not make their time longer: timing them to
+	// the read put a stock -k 1000 client's two ends 10% apart.
+	var arrived time.Duration
+	arrive := func(n int) {
+		if stop := s.arrivedByStop.Load(); stop == 0 || s.moved.Load()+int64(n) >= stop {
+			arrived = e.since()
+		}
+	}
 	var y yielder
 	for {
 		y.tick()
 		n, err := read(buf)
 		if n > 0 {
 			last = e.since()
+			arrive(n)
 		}
 		if err != nil && e.readOn && e.isStopped() && errors.Is(err, os.ErrDeadlineExceeded) {
 			if by, ok := e.drainDeadline(); !ok || time.Now().Before(by) {
@@ -689,6 +714,7 @@ func (e *End) receive(s *Stream) error {
 			s.moved.Add(int64(n))
 			cut := e.cutting.Load() && errors.Is(err, os.ErrDeadlineExceeded)
 			if derr := drainQueued(s.conn, buf, func(b []byte) {
+				arrive(len(b))
 				s.moved.Add(int64(len(b)))
 				last = e.since()
 			}); derr != nil {
@@ -772,7 +798,7 @@ func (e *End) receive(s *Stream) error {
 		// Until TEST_END arrived, as iperf3's receiver counts it, or,
 		// when bytes sent before it were still on their way, until the
 		// last of them was read: the time they really took.
-		s.finished = max(e.stoppedAt(), last)
+		s.finished = max(e.stoppedAt(), arrived)
 	case e.peerCloses && e.isStopped():
 		// Until TEST_END was sent (the client may have waited for the
 		// server to read while the server's senders went on), or, when
@@ -781,7 +807,7 @@ func (e *End) receive(s *Stream) error {
 		// they took (a stock server's -w 8M drained for 3 s after
 		// TEST_END, and counting its bytes over the time to TEST_END
 		// read 24 Mbit/s across a 20 Mbit/s path).
-		s.finished = max(e.endedAt(), last)
+		s.finished = max(e.endedAt(), arrived)
 	}
 	err = e.finalSample(s)
 	if e.peerCloses {
