@@ -20,23 +20,7 @@ import (
 // It read as a path-MTU black hole for every paced test.
 func TestServerEndPacedIsNoBlackHole(t *testing.T) {
 	t.Parallel() // paced at 1 Mbit/s: runs beside the other paced tests
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	records := make(chan perf.TestRecord, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		(&perf.Server{Version: Version, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
-		close(done)
-	}()
-	defer func() { cancel(); <-done }()
-	cfg := model.TestConfig{Duration: time.Second, Bitrate: model.MbitPerSecond, Length: 128 * model.KiB}
-	if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	rec := <-records
+	rec := served(t, model.TestConfig{Duration: time.Second, Bitrate: model.MbitPerSecond, Length: 128 * model.KiB})
 	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
 	for _, f := range fs {
 		t.Logf("%s: %s", f.ID, f.Summary)
@@ -93,6 +77,25 @@ func TestServerEndNamesItsCap(t *testing.T) {
 // limit" in its log and in a stock client's --get-server-output, for
 // lack of the test's addresses.
 func TestServerEndOverLoopbackHasNoPath(t *testing.T) {
+	rec := served(t, model.TestConfig{Duration: time.Second, Reverse: true})
+	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
+	if len(fs) == 0 {
+		t.Fatal("no finding")
+	}
+	for _, f := range fs {
+		t.Logf("%s: %s", f.ID, f.Summary)
+		// The limit may be a CPU (under -race it was); where it is
+		// the "bottleneck", it must say there is none.
+		if strings.Contains(f.Summary, "path's bottleneck") || f.ID == "bottleneck" && !strings.Contains(f.Summary, "no path") {
+			t.Errorf("over loopback the server's diagnosis names a path: %s: %s", f.ID, f.Summary)
+		}
+	}
+}
+
+// served runs one native test of cfg against a server on loopback and
+// returns the server's record of it.
+func served(t *testing.T, cfg model.TestConfig) perf.TestRecord {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,24 +108,8 @@ func TestServerEndOverLoopbackHasNoPath(t *testing.T) {
 		close(done)
 	}()
 	defer func() { cancel(); <-done }()
-	cfg := model.TestConfig{Duration: time.Second, Reverse: true}
 	if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	rec := <-records
-	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
-	if len(fs) == 0 {
-		t.Fatal("no finding")
-	}
-	noPath := false
-	for _, f := range fs {
-		t.Logf("%s: %s", f.ID, f.Summary)
-		if strings.Contains(f.Summary, "path's bottleneck") {
-			t.Errorf("over loopback the server's diagnosis names a path: %s: %s", f.ID, f.Summary)
-		}
-		noPath = noPath || strings.Contains(f.Summary, "no path")
-	}
-	if !noPath {
-		t.Error("over loopback no finding says there is no path")
-	}
+	return <-records
 }

@@ -147,9 +147,7 @@ func (t textReport) sums(b *strings.Builder, from, to time.Duration, omit bool, 
 			bytes += si.Bytes
 			retr += si.RetransSegs
 			if si.UDP != nil {
-				udp.Packets += si.UDP.Packets
-				udp.Lost += si.UDP.Lost
-				udp.Jitter = max(udp.Jitter, si.UDP.Jitter)
+				udp.Add(si.UDP)
 			}
 		}
 		if n < 2 {
@@ -212,9 +210,7 @@ func (t textReport) totalSums(b *strings.Builder, totals []model.StreamTotal) {
 				retr += r
 			}
 			if tot.UDP != nil {
-				udp.Packets += tot.UDP.Packets
-				udp.Lost += tot.UDP.Lost
-				udp.Jitter = max(udp.Jitter, tot.UDP.Jitter)
+				udp.Add(tot.UDP)
 			}
 		}
 		if n < 2 {
