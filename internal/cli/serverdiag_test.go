@@ -20,7 +20,7 @@ import (
 // It read as a path-MTU black hole for every paced test.
 func TestServerEndPacedIsNoBlackHole(t *testing.T) {
 	t.Parallel() // paced at 1 Mbit/s: runs beside the other paced tests
-	rec := served(t, model.TestConfig{Duration: time.Second, Bitrate: model.MbitPerSecond, Length: 128 * model.KiB})
+	rec := served(t, nil, model.TestConfig{Duration: time.Second, Bitrate: model.MbitPerSecond, Length: 128 * model.KiB})
 	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
 	for _, f := range fs {
 		t.Logf("%s: %s", f.ID, f.Summary)
@@ -41,23 +41,7 @@ func TestServerEndNamesItsCap(t *testing.T) {
 	for _, reverse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
 			t.Parallel() // paced by the cap, each on its own server
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			records := make(chan perf.TestRecord, 1)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				(&perf.Server{Version: Version, Policy: &tb, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
-				close(done)
-			}()
-			defer func() { cancel(); <-done }()
-			cfg := model.TestConfig{Duration: 2 * time.Second, Parallel: 2, Reverse: reverse}
-			if _, err := (&perf.Client{}).Run(context.Background(), ln.Addr().String(), cfg); err != nil {
-				t.Fatal(err)
-			}
-			rec := <-records
+			rec := served(t, &tb, model.TestConfig{Duration: 2 * time.Second, Parallel: 2, Reverse: reverse})
 			if rec.Report.RateCap != 200*model.MbitPerSecond {
 				t.Errorf("-R %v: the server's report says a cap of %v", reverse, rec.Report.RateCap)
 			}
@@ -77,7 +61,7 @@ func TestServerEndNamesItsCap(t *testing.T) {
 // limit" in its log and in a stock client's --get-server-output, for
 // lack of the test's addresses.
 func TestServerEndOverLoopbackHasNoPath(t *testing.T) {
-	rec := served(t, model.TestConfig{Duration: time.Second, Reverse: true})
+	rec := served(t, nil, model.TestConfig{Duration: time.Second, Reverse: true})
 	fs := diagnose.ServerEnd(rec.Config, rec.Report, rec.Client, rec.Server)
 	if len(fs) == 0 {
 		t.Fatal("no finding")
@@ -92,9 +76,9 @@ func TestServerEndOverLoopbackHasNoPath(t *testing.T) {
 	}
 }
 
-// served runs one native test of cfg against a server on loopback and
-// returns the server's record of it.
-func served(t *testing.T, cfg model.TestConfig) perf.TestRecord {
+// served runs one native test of cfg against a server on loopback, of
+// policy (nil: the built-in), and returns the server's record of it.
+func served(t *testing.T, policy *limits.Table, cfg model.TestConfig) perf.TestRecord {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,7 +88,7 @@ func served(t *testing.T, cfg model.TestConfig) perf.TestRecord {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		(&perf.Server{Version: Version, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
+		(&perf.Server{Version: Version, Policy: policy, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
 		close(done)
 	}()
 	defer func() { cancel(); <-done }()

@@ -269,7 +269,7 @@ func TestLimits(t *testing.T) {
 			"cubic through a 10 Mbit/s policer: 11.9% retransmitted with the round trip at its minimum", nil},
 		{"bottleneck.bbr-two-streams-short-path", []string{"bottleneck"}, []string{"loss-limited"},
 			"two bbr streams on a 60.8 Mbit/s, 1.3 ms path with 2.4 BDP of queue: 58.7 Mbit/s and 15% retransmitted, 3.4 ms of queue standing; the kernel sampled delivery at 80.9, and against it the loss read as holding the rate (r9000#373, kernel)", []string{"lossy-path"}},
-		{"rwnd-limited.reno-regrowing-to-window", []string{"rwnd-limited"}, []string{"bottleneck"},
+		{"rwnd-limited.reno-regrowing-to-window", []string{"rwnd-limited", "loss-limited"}, []string{"bottleneck"},
 			"reno with a 628 KiB receive buffer on a 216 Mbit/s, 26.6 ms path, one loss in 4 s: 24% window-limited at 0.81 of what the window carries, regrowing to it, called the path's bottleneck at 45% of the path (r8000#2)", nil},
 		{"bottleneck.reno-shallow-overflow", []string{"bottleneck"}, []string{"lossy-path"},
 			"reno on a 516 Mbit/s, 5.3 ms path with a 0.38 BDP queue: 58% of the path and 0.19% retransmitted at 4.5x the Mathis bound, 1.3 ms of queue standing: its queue overflowing once a sawtooth, warned of as random loss on the path (r9000#613)", nil},
