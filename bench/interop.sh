@@ -27,7 +27,9 @@ if [ -n "$veth" ]; then
   # Two hosts on one veth pair, offloads on as a veth's are by default:
   # the clients in one, the servers in the other.
   cns=tcpscope-i3c-$$ sns=tcpscope-i3s-$$ cl=i3c$$ sl=i3s$$
-  trap 'rm -f "$out"; ip link del "$cl" 2>/dev/null; ip netns del "$cns" 2>/dev/null; ip netns del "$sns" 2>/dev/null; true' EXIT
+  # Each step on its own: set -e holds in a trap too, and the link is
+  # gone once it is in a namespace.
+  trap 'rm -f "$out"; ip link del "$cl" 2>/dev/null || true; ip netns del "$cns" 2>/dev/null || true; ip netns del "$sns" 2>/dev/null || true' EXIT
   ip netns add "$cns"; ip netns add "$sns"
   ip link add "$cl" type veth peer name "$sl"
   ip link set "$cl" netns "$cns"; ip link set "$sl" netns "$sns"
