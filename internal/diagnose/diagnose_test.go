@@ -207,6 +207,8 @@ func TestLimits(t *testing.T) {
 			"reno on 100 Mbit/s, 150 ms: slow start's overshoot lost 1.9% in the first intervals, then none; at the path's rate, so the loss is named (1.9% is heavy) but the headline stays", []string{"lossy-path"}},
 		{"still-growing.cubic-toward-policer", []string{"still-growing"}, []string{"bottleneck"},
 			"cubic regrowing toward a 272 Mbit/s policer at 111 Mbit/s with no loss in 4 s: its bursts queued 1.2 ms at the 692 Mbit/s link, read as the path full (r4000#113)", nil},
+		{"bottleneck.cubic-plateau-into-queue", []string{"bottleneck"}, []string{"still-growing"},
+			"cubic regrowing to the window it lost at on a 43.7 Mbit/s, 66.5 ms path, no loss in 4 s: the rate flat for the last three intervals while the round trip rose 3.1 ms, 95% of the path, called still-growing (r9000#1091, kernel)", nil},
 		{"still-growing.reno-under-bdp", []string{"still-growing"}, []string{"bottleneck"},
 			"reno halved under the BDP of a 93.9 Mbit/s, 106 ms path with a 0.27 BDP queue: 60.3 Mbit/s and regrowing, no loss, called the path's bottleneck (r3000#102)", nil},
 		{"loss-limited.policer-behind-queue", []string{"loss-limited"}, []string{"bottleneck"},

@@ -167,6 +167,10 @@ type view struct {
 	// read. A queue on the path shows in it: a loss-based sender fills
 	// a queue before it loses a packet there.
 	peakRTT time.Duration
+	// rttRise is how far the sender's smoothed round trip rose from the
+	// first measured interval to the last (each interval's lowest over
+	// the streams, which share the path's queue); 0 when it did not.
+	rttRise time.Duration
 
 	rtos       uint32        // retransmission timeouts in the connection's life
 	rtoTime    time.Duration // time spent recovering from them, all streams together
@@ -491,6 +495,10 @@ type senderSamples struct {
 	// deliveredAll is deliveredIn over every interval, the omitted
 	// ones and application-limited samples included.
 	deliveredAll map[int]model.Bitrate
+	// srttIn is the lowest smoothed RTT over the streams per measured
+	// interval, and srttOrder those intervals in the order measured.
+	srttIn    map[int]time.Duration
+	srttOrder []int
 }
 
 // fillSenderIntervals reads the sender's samples before planned (0: no
@@ -498,7 +506,7 @@ type senderSamples struct {
 // the measured ones, idle and overrun samples, the window, RTT and
 // delivery rate.
 func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndStop stops, planned time.Duration) {
-	c := senderSamples{retransIn: map[int]uint32{}, deliveredIn: map[int]model.Bitrate{}, deliveredAll: map[int]model.Bitrate{}}
+	c := senderSamples{retransIn: map[int]uint32{}, deliveredIn: map[int]model.Bitrate{}, deliveredAll: map[int]model.Bitrate{}, srttIn: map[int]time.Duration{}}
 	for _, iv := range snd.Intervals {
 		for j := range iv.Streams {
 			si := &iv.Streams[j]
@@ -527,6 +535,14 @@ func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndSt
 				continue
 			}
 			v.addMeasured(&c, &si.TCP)
+			if rtt := si.TCP.RTT; rtt > 0 {
+				if old, ok := c.srttIn[iv.Index]; !ok {
+					c.srttIn[iv.Index] = rtt
+					c.srttOrder = append(c.srttOrder, iv.Index)
+				} else {
+					c.srttIn[iv.Index] = min(old, rtt)
+				}
+			}
 			if d, ok := si.TCP.DeliveryRate.Get(); ok && !si.TCP.DeliveryRateAppLimited {
 				c.deliveredIn[iv.Index] += d
 			}
@@ -539,6 +555,9 @@ func (v *view) fillSenderIntervals(snd *model.EndReport, ids map[int]bool, sndSt
 		v.deliveryPeak = max(v.deliveryPeak, d)
 	}
 	v.deliveryPeak = max(v.deliveryPeak, v.deliveryMax)
+	if n := len(c.srttOrder); n >= 2 {
+		v.rttRise = max(0, c.srttIn[c.srttOrder[n-1]]-c.srttIn[c.srttOrder[0]])
+	}
 	v.retransPattern(c.retransIn)
 	v.settleSender(&c)
 }
