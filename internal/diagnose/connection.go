@@ -62,7 +62,7 @@ func ConnectionRun(series []model.Sample) *model.Run {
 	}
 	final := *last
 	total := model.StreamTotal{Stream: 0, Role: role, Bytes: moved(last) - moved(first), Duration: span, Final: &final,
-		MaxCwnd: model.Some(maxCwnd), MaxRTT: model.Some(maxRTT)}
+		MaxCwnd: model.Some(maxCwnd), MaxRTT: model.Some(maxRTT), StartMinRTT: first.MinRTT}
 	if sender {
 		total.RetransSegs = model.Some(last.TotalRetrans - first.TotalRetrans)
 	}
@@ -90,7 +90,7 @@ func ConnectionRun(series []model.Sample) *model.Run {
 	if sender {
 		sum.MeanRTT = model.Some(last.RTT)
 	}
-	if m, ok := last.MinRTT.Get(); ok {
+	if m, ok := run.Client.MinRTT(0).Get(); ok {
 		sum.MinRTT = model.Some(m)
 	}
 	if s, ok := total.SentBytes.Get(); ok && s > 0 {

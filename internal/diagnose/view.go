@@ -253,7 +253,10 @@ func (v *view) fill(run *model.Run, snd, rcv *model.EndReport) {
 	if n == 0 {
 		v.sndKernel = false
 	}
-	if m, ok := v.sum.MinRTT.Get(); ok && m > 0 {
+	// The sender's streams' minimum, corrected for the kernel's
+	// millisecond floor (model.EndReport.MinRTT), over the summary's,
+	// which a run saved before that correction holds floored.
+	if m, ok := v.sum.MinRTT.Get(); ok && m > 0 && v.minRTT == 0 {
 		v.minRTT = m
 	}
 	v.fillReceiverTotals(rcv, ids, n == 0)
@@ -353,7 +356,7 @@ func (v *view) fillSenderTotals(snd *model.EndReport, ids map[int]bool) int {
 		v.dsack += f.DSACKDups.V
 		v.segsOut += f.DataSegsOut.V
 		v.acksIn += f.SegsIn.V
-		if m, ok := f.MinRTT.Get(); ok && m > 0 && (v.minRTT == 0 || m < v.minRTT) {
+		if m, ok := snd.MinRTT(t.Stream).Get(); ok && m > 0 && (v.minRTT == 0 || m < v.minRTT) {
 			v.minRTT = m
 		}
 	}

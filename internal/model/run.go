@@ -262,6 +262,10 @@ type StreamTotal struct {
 	// end's kernel was not read (a stock iperf3 peer's account has only
 	// its application's counts).
 	Final *Sample `json:"final,omitempty"`
+	// StartMinRTT is the kernel's min_rtt when the stream's first sample
+	// was read, before the test's data moved: the handshake's round
+	// trip, timed to the microsecond. EndReport.MinRTT reads it.
+	StartMinRTT Opt[time.Duration] `json:"start_min_rtt_ns,omitzero"`
 	// Peak values seen over the samples; absent without samples.
 	MaxCwnd   Opt[Bytes]         `json:"max_cwnd,omitzero"`
 	MaxRTT    Opt[time.Duration] `json:"max_rtt_ns,omitzero"`

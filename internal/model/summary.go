@@ -50,7 +50,7 @@ func Summarize(run *Run) []DirectionSummary {
 			if f == nil {
 				continue
 			}
-			if m, ok := f.MinRTT.Get(); ok && m > 0 && (!sum.MinRTT.OK || m < sum.MinRTT.V) {
+			if m, ok := sender.MinRTT(t.Stream).Get(); ok && m > 0 && (!sum.MinRTT.OK || m < sum.MinRTT.V) {
 				sum.MinRTT = Some(m)
 			}
 			if f.RTT > 0 {

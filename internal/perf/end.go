@@ -143,10 +143,14 @@ type End struct {
 	// sampler; omitBytes is read while the streams run too (awaitCounts).
 	omitBytes  []atomic.Int64
 	omitSample []model.Sample
-	omitUDP    []model.Datagrams
-	maxCwnd    []model.Bytes
-	maxRTT     []time.Duration
-	maxSndWnd  []model.Opt[model.Bytes]
+	// startMinRTT is each stream's min_rtt in its first sample, before
+	// data moved: the handshake's, timed to the microsecond
+	// (model.EndReport.MinRTT).
+	startMinRTT []model.Opt[time.Duration]
+	omitUDP     []model.Datagrams
+	maxCwnd     []model.Bytes
+	maxRTT      []time.Duration
+	maxSndWnd   []model.Opt[model.Bytes]
 }
 
 func newEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(model.Interval)) *End {
@@ -168,6 +172,7 @@ func newEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(
 	n := len(streams)
 	e.omitBytes = make([]atomic.Int64, n)
 	e.omitSample = make([]model.Sample, n)
+	e.startMinRTT = make([]model.Opt[time.Duration], n)
 	e.omitUDP = make([]model.Datagrams, n)
 	e.maxCwnd = make([]model.Bytes, n)
 	e.maxRTT = make([]time.Duration, n)
@@ -376,6 +381,7 @@ func (e *End) run(ctx context.Context) error {
 			return fmt.Errorf("read tcp_info of stream %d: %w", s.id, err)
 		}
 		e.omitSample[i] = first
+		e.startMinRTT[i] = first.MinRTT
 	}
 	stopAbort := context.AfterFunc(ctx, e.abort)
 	defer stopAbort()
@@ -1196,6 +1202,9 @@ func (e *End) totals() []model.StreamTotal {
 			AllBytes:  model.Bytes(all),
 			MaxSndWnd: e.maxSndWnd[i],
 			Tail:      s.tail,
+		}
+		if s.udp == nil {
+			t.StartMinRTT = e.startMinRTT[i]
 		}
 		if s.udp == nil {
 			// A TCP stream's kernel state; a UDP stream has none.

@@ -175,6 +175,13 @@ func checkRun(t *testing.T, run *model.Run) {
 		if b, ok := got.Final.BytesReceived.Get(); ok && b < got.AllBytes {
 			t.Fatalf("stream %d: kernel says %d B received, application read %d", s.ID, b, got.AllBytes)
 		}
+		// Each end read the handshake's round trip before data moved: a
+		// minimum no later sample can be under (model.EndReport.MinRTT).
+		for _, tot := range []model.StreamTotal{sent, got} {
+			if m, ok := tot.StartMinRTT.Get(); !ok || m <= 0 || m < tot.Final.MinRTT.V {
+				t.Fatalf("stream %d %s: start min RTT %v, final %v: want a reading at or over the final", s.ID, tot.Role, tot.StartMinRTT, tot.Final.MinRTT)
+			}
+		}
 		// Interval bytes add up to the total at each end.
 		for _, e := range []*model.EndReport{snd, rcv} {
 			var sum model.Bytes
