@@ -910,12 +910,18 @@ func lossLimited(v *view, o Options) (model.Finding, bool) {
 	// (two reno streams at 73.5 ms that lost one segment each, 4 s
 	// before regrowing to their path, sat at 1.9× the bound).
 	//
+	// So did one whose only losses in the measured time were slow
+	// start's recovery spilling into its first interval: one episode,
+	// however many segments it took (reno at 55.6 ms retransmitted 2
+	// there, then regrew for 4 s at 93% of its path, and was called
+	// loss-limited at 1.5× the bound of those 2 segments).
+	//
 	// Unless no queue ever stood: then the loss was not the path filling,
 	// and the window it cut is what held the rate (cubic at 100 ms with
 	// 0.1% loss lost once in 4 s at 3.83 Mbit/s of a 100 Mbit/s path,
 	// its round trip at its minimum throughout, and was called the
 	// path's bottleneck).
-	if v.retrans < uint32(2*max(v.streams, 1)) && v.rtoShare() < rtoShare && queueStood(v) {
+	if (v.retrans < uint32(2*max(v.streams, 1)) || v.spillOnly) && v.rtoShare() < rtoShare && queueStood(v) {
 		return model.Finding{}, false
 	}
 	c := o.c()

@@ -157,6 +157,10 @@ type view struct {
 	// quietTail is how many of the last measured intervals in a row had
 	// no retransmissions (≥ 3 intervals measured).
 	quietTail int
+	// spillOnly: of ≥ 3 measured intervals only the first had
+	// retransmissions: slow start's recovery spilling past the omit
+	// mark, one episode, and none after it.
+	spillOnly bool
 	// quietMeasured: ≥ 3 intervals measured and none had a
 	// retransmission. The summary's loss can still be above 0: slow
 	// start's recovery spills past the omit mark into the interval it
@@ -633,6 +637,7 @@ func (v *view) retransPattern(retransIn map[int]uint32) {
 	for i := len(idx) - 1; i >= 0 && retransIn[idx[i]] == 0; i-- {
 		v.quietTail++
 	}
+	v.spillOnly = with == 1 && retransIn[idx[0]] > 0
 }
 
 // settleSender turns the sender's collected samples into the view's
