@@ -211,6 +211,8 @@ func TestLimits(t *testing.T) {
 			"reno's slow start on a 651 Mbit/s, 153.6 ms path into a 0.3 BDP queue: the smoothed RTT rose 30 ms (956 kB at the 255 Mbit/s delivered), then 3.7% lost, 43% of the path; under a quarter of the RTT, it was read as a policer's drops without a queue (r9000#1768)", nil},
 		{"loss-limited.floored-min-rtt", []string{"loss-limited"}, []string{"bottleneck"},
 			"reno at its Mathis bound, 0.09% loss on a 625 Mbit/s, 4.8 ms path: the kernel's min_rtt floored to 4 ms by a timestamp sample made 1.4 ms of queue out of nothing, and the path's bottleneck was named at 17% of the path (r10000#34)", nil},
+		{"bottleneck.eight-streams-three-timeouts", []string{"bottleneck"}, []string{"rto-stalls"},
+			"eight cubic streams on a 10.3 Mbit/s, 128 ms path with a 0.25 BDP queue: 3 timeouts among them, 4% of their time, at 97% of the path, warned of as the sender stalling (r10000#50, kernel)", nil},
 		{"bottleneck.reno-spill-one-episode", []string{"bottleneck"}, []string{"loss-limited"},
 			"reno on a 36.3 Mbit/s, 55.6 ms path: slow start's recovery retransmitted 2 segments in the first measured interval, none after, regrowing at 93% of the path; called loss-limited at 1.5× the Mathis bound of those 2 (r11000#410)", nil},
 		{"bottleneck.cubic-plateau-into-queue", []string{"bottleneck"}, []string{"still-growing"},
