@@ -104,7 +104,7 @@ take K/M/G as powers of 1024 and kB/MB/GB as powers of 1000.`,
 	fl.BoolVar(&f.cfg.GRO, "gro", false, "UDP: receivers take coalesced buffers (UDP_GRO) where the kernel has it: less CPU, but socket drops are then not measured (the kernel counts buffers, not datagrams)")
 	fl.BoolVar(&f.cfg.Bidir, "bidir", false, "both ends send at once")
 	fl.VarP(size{&f.cfg.Window}, "window", "w", "SO_SNDBUF and SO_RCVBUF on both ends (disables autotuning)")
-	fl.VarP(size{&f.cfg.Length}, "length", "l", "write size (default 1M; UDP: datagram size, default 1460)")
+	fl.VarP(size{&f.cfg.Length}, "length", "l", "write size (default 128K, as iperf3; UDP: datagram size, default 1460)")
 	fl.StringVarP(&f.cfg.Congestion, "congestion", "C", "", "congestion control algorithm (cubic, bbr, reno, ...)")
 	fl.IntVarP(&f.cfg.MSS, "mss", "M", 0, "TCP maximum segment size (TCP_MAXSEG)")
 	fl.BoolVarP(&f.cfg.NoDelay, "no-delay", "N", false, "disable Nagle's algorithm (TCP_NODELAY)")
@@ -347,7 +347,7 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 		}
 		if f.cfg.Length == 0 {
 			// iperf3's blocks: an iperf3 user's -k 400 is 400 blocks
-			// of its 128 KiB, not of tcpscope's 1 MiB writes.
+			// of its 128 KiB, tcpscope's write size too.
 			f.cfg.Length = iperf3BlockLength
 			if f.cfg.IsUDP() {
 				f.cfg.Length = perf.DefaultUDPLength

@@ -12,10 +12,14 @@ import (
 const (
 	DefaultDuration = 10 * time.Second
 	DefaultInterval = time.Second
-	// DefaultLength is the write size. Larger than iperf3's 128 KiB: on
-	// fast paths each system call then moves more, which measured 20-40%
-	// more loopback throughput on a 2-core machine (docs/BENCHMARKS.md).
-	DefaultLength = 1 * model.MiB
+	// DefaultLength is the write size, iperf3's 128 KiB. Writes of 1 MiB
+	// moved 1.5-2x the rate on loopback, but a sender holding its socket
+	// through a 1 MiB copy sends what the ACKs queued behind it allowed
+	// in one burst: against a stock iperf3 server, -t 2, 138-348
+	// retransmissions on loopback against stock's 7-20 and 57-60k across
+	// a veth pair against 13-17k; with 128 KiB writes (and the sending
+	// thread locked, end.go) 1-16 and 18-33k (docs/BENCHMARKS.md).
+	DefaultLength = 128 * model.KiB
 	MinInterval   = 10 * time.Millisecond
 	MaxParallel   = 128
 	// MaxTestDuration bounds -t and -O each, as iperf3 bounds -t (86400 s):

@@ -170,8 +170,8 @@ func (t *Test) UDPPeers() []string { return t.s.udpPeersOf(t.t) }
 // client's class (a TCP rate cap paces the senders and holds the
 // receivers), the test's socket options applied to the streams (the
 // first error is returned beside the end, which runs without it), and
-// senders writing writeLength per call (0: cfg's Length).
-func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, writeLength model.Bytes, o EndOptions) (*End, error) {
+// senders writing cfg's Length per call, as the client asked.
+func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, o EndOptions) (*End, error) {
 	capped, readCap := serverEnd(cfg, t.t.class)
 	var first error
 	for _, sm := range streams {
@@ -179,11 +179,7 @@ func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, writeLength mo
 			first = err
 		}
 	}
-	ecfg := capped
-	if writeLength > 0 {
-		ecfg.Length = writeLength
-	}
-	e := newEnd(model.ServerSide, ecfg, streams, func(model.Interval) {})
+	e := newEnd(model.ServerSide, capped, streams, func(model.Interval) {})
 	e.setOptions(o)
 	e.settings = t.s.tcpSettings()
 	e.hardStop = t.t.class.MaxDuration
