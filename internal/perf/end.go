@@ -686,16 +686,9 @@ func (e *End) receive(s *Stream) error {
 		// the end drainReceivers set then stands.)
 		e.setReadDeadline(s.conn, first)
 	}
-	read, err := rawReader(s.conn)
+	read, err := rawReader(s.conn, e.cfg.SkipRxCopy)
 	if err != nil {
 		return err
-	}
-	if e.cfg.SkipRxCopy {
-		tr, err := truncReader(s.conn)
-		if err != nil {
-			return err
-		}
-		read = tr
 	}
 	var last time.Duration // the latest read that returned data
 	// arrived is the latest read that returned bytes that had not yet

@@ -14,7 +14,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// truncReader counts every byte that arrives and copies none: the buffer
+// rawReader with trunc counts every byte that arrives and copies none: the buffer
 // it reads into stays zero while a pattern goes by, then end of file.
 func TestTruncReaderDiscards(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -36,7 +36,7 @@ func TestTruncReaderDiscards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	read, err := truncReader(c.(*net.TCPConn))
+	read, err := rawReader(c.(*net.TCPConn), true)
 	if err != nil {
 		t.Fatal(err)
 	}
