@@ -231,6 +231,25 @@ func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (
 	}, records
 }
 
+// stockServer starts a stock iperf3 -s on a free loopback port, stopped
+// by its PID when the test ends, and returns the port.
+func stockServer(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(iperf3Bin(), "-s", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	perftest.WaitListening(t, port)
+	return port
+}
+
 // tcpscopeServer serves tests on a loopback port; records brings the
 // server's view of each test.
 func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan perf.TestRecord) {
@@ -321,18 +340,7 @@ func TestServeIperf3ClientsAtOnce(t *testing.T) {
 func TestIperf3Fallback(t *testing.T) {
 	t.Parallel() // paced at 10 Mbit/s: runs beside the other paced tests, not the full-speed ones
 	requireIperf3(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(iperf3Bin(), "-s", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	perftest.WaitListening(t, port)
+	port := stockServer(t)
 	// As the command line runs a test: natively, falling back to iperf3's
 	// protocol when the server turns out to be a stock iperf3.
 	addr, cfg := fmt.Sprintf("127.0.0.1:%d", port), model.TestConfig{Duration: time.Second, Bitrate: 10 * model.MbitPerSecond}
@@ -1418,18 +1426,7 @@ func TestServeIperf3RetransmitsAsStock(t *testing.T) {
 		t.Skip("full tier: six 1 s tests at full speed")
 	}
 	client, records := iperf3Clients(t, false)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(iperf3Bin(), "-s", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	perftest.WaitListening(t, port)
+	port := stockServer(t)
 	retrans := func(doc map[string]any) float64 {
 		end, _ := doc["end"].(map[string]any)
 		sent, _ := end["sum_sent"].(map[string]any)
