@@ -288,7 +288,8 @@ func (t *clientTest) start(ctx context.Context) error {
 // receives), or on interrupt. The server then closes its streams, which
 // ends ours.
 func (t *clientTest) measure(ctx context.Context) error {
-	o := perf.EndOptions{Start: t.running, PeerCloses: true}
+	// One CPU, as a stock client's one thread (see the server's).
+	o := perf.EndOptions{Start: t.running, PeerCloses: true, OneCPU: true}
 	ender := newEnder(t)
 	if goal := newReadGoal(t.cfg); goal != nil {
 		o.OnRead = func(n int) {

@@ -251,7 +251,11 @@ func (t *serverTest) start(ctx context.Context, streams []*perf.Stream) (*server
 	// The streams wait for hold while Run sets the end up; they start as
 	// the client does, on TEST_RUNNING.
 	hold := make(chan struct{})
-	o := perf.EndOptions{PeerCloses: true, ReadOn: true, WholeBlocks: wholeBlocks, Hold: hold}
+	// Stock iperf3 (3.12, Debian's) moves every stream of a test from
+	// one thread: so does this end (perf.EndOptions.OneCPU), or a stock
+	// client on loopback or a veth counts retransmissions that iperf3 -s
+	// never causes.
+	o := perf.EndOptions{PeerCloses: true, ReadOn: true, WholeBlocks: wholeBlocks, Hold: hold, OneCPU: true}
 	e, err := t.test.ServerEnd(t.cfg, streams, o)
 	if err != nil {
 		t.log.Warn("iperf3 socket options", "err", err)

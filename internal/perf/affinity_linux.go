@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -61,4 +62,27 @@ func setAll(mask *unix.CPUSet) error {
 		}
 	}
 	return errors.New("sched_setaffinity: the process kept starting threads")
+}
+
+// pinThread restricts the calling thread to cpu, which the process may
+// run on, and reports it pinned; the caller has locked its goroutine to
+// the thread, and leaves it locked so that the runtime ends the thread
+// with the goroutine rather than hand the narrowed mask to other
+// goroutines.
+func pinThread(cpu int) error {
+	var one unix.CPUSet
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		return fmt.Errorf("sched_setaffinity: %w", err)
+	}
+	return nil
+}
+
+// currentCPU is the CPU the calling thread runs on (getcpu(2)).
+func currentCPU() (int, error) {
+	var cpu, node uint32
+	if _, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), uintptr(unsafe.Pointer(&node)), 0); errno != 0 {
+		return 0, fmt.Errorf("getcpu: %w", errno)
+	}
+	return int(cpu), nil
 }

@@ -90,6 +90,12 @@ type End struct {
 	// each read takes at most one block: writes of whole blocks, as
 	// iperf3's server makes them, let each read take one.
 	wholeBlocks bool
+	// oneCPU: the end's TCP senders all write from one CPU
+	// (EndOptions.OneCPU); oneCPUOnce picks it, the CPU the first
+	// sender's thread runs on, into oneCPUAt (-1: none could be had).
+	oneCPU     bool
+	oneCPUOnce sync.Once
+	oneCPUAt   int
 	// hold, if set, holds the streams until it closes: the end's setup
 	// is done by then (EndOptions.Hold).
 	hold <-chan struct{}
@@ -398,6 +404,9 @@ func (e *End) run(ctx context.Context) error {
 				case <-ctx.Done():
 				}
 			}
+			if s.udp == nil && s.role == model.Sender && e.oneCPU {
+				e.toOneCPU()
+			}
 			switch {
 			case s.udp != nil && s.role == model.Sender:
 				s.err = e.sendUDP(s)
@@ -419,6 +428,24 @@ func (e *End) run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// toOneCPU locks the calling sender's goroutine to its thread and pins
+// the thread to the end's one CPU. The goroutine then ends locked, and
+// the runtime ends the thread with it, so no other goroutine inherits
+// the narrowed mask. Where the kernel refuses, the stream runs where
+// the runtime puts it.
+func (e *End) toOneCPU() {
+	runtime.LockOSThread()
+	e.oneCPUOnce.Do(func() {
+		e.oneCPUAt = -1
+		if cpu, err := currentCPU(); err == nil {
+			e.oneCPUAt = cpu
+		}
+	})
+	if e.oneCPUAt < 0 || pinThread(e.oneCPUAt) != nil {
+		runtime.UnlockOSThread()
+	}
 }
 
 func (e *End) since() time.Duration { return time.Since(e.t0) }
@@ -449,10 +476,11 @@ func (e *End) send(s *Stream) error {
 	// between threads, and so between CPUs, hands the transmit path to
 	// another CPU's backlog mid-burst: on loopback the receiver then
 	// sees segments out of order and the sender retransmits what was not
-	// lost, and across a veth more is dropped (stock iperf3 -R -t 2
+	// lost; across a veth the same, in thousands (stock iperf3 -R -t 2
 	// against tcpscope server, 128 KiB writes: 4-18 retransmissions
 	// locked against 10-32 unlocked on loopback, stock's server 4-15;
-	// across a veth 14-24k against 35-45k, stock's 15-23k).
+	// across a veth 14-24k against 35-45k, stock's 15-23k, nearly all
+	// undone by the sender as spurious: TCPFullUndo).
 	if s.udp == nil {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()

@@ -93,6 +93,18 @@ type EndOptions struct {
 	// WholeBlocks: senders write exactly the test's Length per call,
 	// paced a block at a time.
 	WholeBlocks bool
+	// OneCPU: every TCP stream the end sends on writes from one CPU, as
+	// a single-threaded peer writes its streams (iperf3 before 3.16).
+	// Loopback and veth hand each packet to the sending CPU's backlog,
+	// so a test's flows sent from two CPUs at once arrive out of order,
+	// and the sender retransmits what was not lost: stock iperf3 -R -P 2
+	// -t 1 against tcpscope server on loopback, 24-148 retransmissions
+	// from senders free to run on both CPUs, 0-11 from one CPU, and
+	// 0-11 against iperf3 -s. The cost is one CPU's throughput for the
+	// test's sending (there 21-25 Gbit/s against 29-35; iperf3 -s
+	// 15-25). Receivers stay free: pinned too, they made a stock
+	// client's -P 3 retransmit 21-71 times against 0-13.
+	OneCPU bool
 	// OnRead, if set, hears of every read of a receiving TCP stream, on
 	// the streams' goroutines.
 	OnRead func(n int)
@@ -120,6 +132,7 @@ func NewEnd(side model.Side, cfg model.TestConfig, streams []*Stream, emit func(
 func (e *End) setOptions(o EndOptions) {
 	e.t0 = o.Start
 	e.peerCloses, e.readOn, e.wholeBlocks, e.onRead, e.hold = o.PeerCloses, o.ReadOn, o.WholeBlocks, o.OnRead, o.Hold
+	e.oneCPU = o.OneCPU
 }
 
 // Run moves the bytes and samples the streams until the test ends, and
