@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,6 +151,7 @@ type Harness struct {
 
 	ports   map[string]int // server kind and family → port
 	servers []*exec.Cmd
+	procs   map[string]*exec.Cmd // server kind and family → its process
 }
 
 // Across is where the programs run when not on loopback: two network
@@ -202,31 +204,54 @@ func (h *Harness) Start(ctx context.Context) error {
 					return err
 				}
 			}
-			var cmd *exec.Cmd
-			ns := ""
-			if h.Across != nil {
-				ns = h.Across.ServerNS
-			}
-			// Not bound to ctx: the servers live until Close.
-			if kind == "tcpscope" {
-				cmd = h.command(context.Background(), ns, h.Tcpscope, "server", "-B", host, "-p", strconv.Itoa(port))
-			} else {
-				cmd = h.command(context.Background(), ns, h.Iperf3, "-s", "-B", host, "-p", strconv.Itoa(port))
-			}
-			h.logTo(cmd)
-			if err := cmd.Start(); err != nil {
-				h.Close()
-				return fmt.Errorf("start %s server: %w", kind, err)
-			}
-			h.servers = append(h.servers, cmd)
 			h.ports[kind+host] = port
-			if err := h.waitListening(ctx, host, port); err != nil {
+			if err := h.startServer(ctx, kind, host); err != nil {
 				h.Close()
-				return fmt.Errorf("%s server on %s: %w", kind, host, err)
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// startServer starts the kind's server on host, at its port, and waits
+// until it listens.
+func (h *Harness) startServer(ctx context.Context, kind, host string) error {
+	port := h.ports[kind+host]
+	ns := ""
+	if h.Across != nil {
+		ns = h.Across.ServerNS
+	}
+	// Not bound to ctx: the servers live until Close.
+	var cmd *exec.Cmd
+	if kind == "tcpscope" {
+		cmd = h.command(context.Background(), ns, h.Tcpscope, "server", "-B", host, "-p", strconv.Itoa(port))
+	} else {
+		cmd = h.command(context.Background(), ns, h.Iperf3, "-s", "-B", host, "-p", strconv.Itoa(port))
+	}
+	h.logTo(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s server: %w", kind, err)
+	}
+	h.servers = append(h.servers, cmd)
+	if h.procs == nil {
+		h.procs = map[string]*exec.Cmd{}
+	}
+	h.procs[kind+host] = cmd
+	if err := h.waitListening(ctx, host, port); err != nil {
+		return fmt.Errorf("%s server on %s: %w", kind, host, err)
+	}
+	return nil
+}
+
+// restartServer stops the kind's server on host, by its PID, and starts
+// a fresh one on the same port.
+func (h *Harness) restartServer(ctx context.Context, kind, host string) error {
+	if old := h.procs[kind+host]; old != nil {
+		stopProcess(old)
+		h.servers = slices.DeleteFunc(h.servers, func(c *exec.Cmd) bool { return c == old })
+	}
+	return h.startServer(ctx, kind, host)
 }
 
 func (h *Harness) logTo(cmd *exec.Cmd) {
@@ -282,6 +307,16 @@ func (h *Harness) Run(ctx context.Context, c Case, w Way) []Result {
 	if after, err := h.segments(ctx); err == nil && berr == nil {
 		d := after.sub(before)
 		out[0].Segments = &d
+	}
+	// Stock iperf3 (3.12; fixed upstream in January 2025, esnet/iperf#1812)
+	// keeps a client's -C for every later test it serves: after a -C cubic run, its -R runs
+	// sent with cubic where the others sent with the host's bbr, and
+	// counted 0-400 retransmissions across a veth where bbr counted
+	// thousands. A fresh server serves the next run as a first.
+	if server == "iperf3" && hasFlag(c.Args, "-C") {
+		if err := h.restartServer(ctx, server, host); err != nil {
+			out[0].Harness = errors.Join(out[0].Harness, fmt.Errorf("restart iperf3 -s after -C: %w", err))
+		}
 	}
 	return out
 }

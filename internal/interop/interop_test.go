@@ -1,9 +1,11 @@
 package interop
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -95,4 +97,35 @@ func harness(t *testing.T) *Harness {
 	}
 	t.Cleanup(h.Close)
 	return h
+}
+
+// Stock iperf3 3.12's server keeps a client's -C for the tests after it
+// (esnet/iperf#1812, fixed upstream in January 2025): the harness gives the next run a
+// fresh server, or every reference after a -C case is a test of that
+// algorithm rather than of the host's default.
+func TestStockServerFreshAfterCongestion(t *testing.T) {
+	def, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil || strings.TrimSpace(string(def)) == "cubic" {
+		t.Skip("needs a default congestion control other than cubic")
+	}
+	h := harness(t)
+	r := h.Run(t.Context(), Case{Name: "-C cubic", Args: []string{"-t", "1", "-C", "cubic"}}, Reference)
+	if r[0].Harness != nil || r[0].Exit != 0 {
+		t.Fatalf("the -C cubic run: exit %d, %v, %s", r[0].Exit, r[0].Harness, r[0].Stderr)
+	}
+	out, err := exec.Command(h.Iperf3, "-c", "127.0.0.1", "-p", strconv.Itoa(h.ports["iperf3127.0.0.1"]), "-t", "1", "-R", "-J").Output()
+	if err != nil {
+		t.Fatalf("the next run: %v: %s", err, out)
+	}
+	var doc struct {
+		End struct {
+			Sender string `json:"sender_tcp_congestion"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(def)); doc.End.Sender != want {
+		t.Fatalf("the server sent the next test with %q, not the host's %q", doc.End.Sender, want)
+	}
 }
