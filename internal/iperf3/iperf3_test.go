@@ -231,9 +231,10 @@ func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (
 	}, records
 }
 
-// stockServer starts a stock iperf3 -s on a free loopback port, stopped
-// by its PID when the test ends, and returns the port.
-func stockServer(t *testing.T) int {
+// stockServer starts a stock iperf3 -s (with extra's flags) on a free
+// loopback port, stopped by its PID when the test ends, and returns the
+// port.
+func stockServer(t *testing.T, extra ...string) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -241,7 +242,7 @@ func stockServer(t *testing.T) int {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(iperf3Bin(), "-s", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
+	cmd := exec.Command(iperf3Bin(), append([]string{"-s", "-B", "127.0.0.1", "-p", fmt.Sprint(port)}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,10 @@ package iperf3_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
 
 // A stock client's --get-server-output shows tcpscope server's account
@@ -50,18 +47,7 @@ func TestServeIperf3ServerOutputText(t *testing.T) {
 // test) and returns its server output.
 func stockServerText(t *testing.T, args []string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv := exec.Command(iperf3Bin(), "-s", "-1", "-B", "127.0.0.1", "-p", fmt.Sprint(port))
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	perftest.WaitListening(t, port)
+	port := stockServer(t, "-1") // one test, then it exits
 	out, err := exec.Command(iperf3Bin(), append([]string{"-c", "127.0.0.1", "-p", fmt.Sprint(port), "-J"}, args...)...).Output()
 	var doc map[string]any
 	if jerr := json.Unmarshal(out, &doc); err != nil || jerr != nil {
