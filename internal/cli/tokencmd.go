@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
@@ -43,7 +44,7 @@ func newTokenKeygenCmd(stdout io.Writer) *cobra.Command {
 				return usagef("name the files: --out /etc/tcpscope/token", "keygen needs --out")
 			}
 			if hmac {
-				secret, err := token.GenerateSecret()
+				secret, err := token.GenerateSecret(rand.Reader)
 				if err != nil {
 					return fmt.Errorf("generate a secret: %w", err)
 				}
@@ -53,7 +54,7 @@ func newTokenKeygenCmd(stdout io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, "%s.secret: the HMAC secret; it issues and verifies, so keep it on the issuer and the servers only\n", out)
 				return nil
 			}
-			priv, pub, err := token.GenerateEd25519()
+			priv, pub, err := token.GenerateEd25519(rand.Reader)
 			if err != nil {
 				return fmt.Errorf("generate a key: %w", err)
 			}

@@ -3,13 +3,13 @@ package token
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ParseKey reads a key file's contents: an Ed25519 private key (PEM
@@ -114,11 +114,12 @@ func secretID(secret []byte) string {
 	return b64.EncodeToString(h[:9])
 }
 
-// GenerateEd25519 makes a new Ed25519 key pair as PEM: the private key
-// (PKCS #8) to issue with, the public key (PKIX) for servers to verify
-// with.
-func GenerateEd25519() (private, public []byte, err error) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+// GenerateEd25519 makes a new Ed25519 key pair from random (the
+// caller's source: crypto/rand's Reader for a real key) as PEM: the
+// private key (PKCS #8) to issue with, the public key (PKIX) for servers
+// to verify with.
+func GenerateEd25519(random io.Reader) (private, public []byte, err error) {
+	pub, priv, err := ed25519.GenerateKey(random)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,11 +134,12 @@ func GenerateEd25519() (private, public []byte, err error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pb}), nil
 }
 
-// GenerateSecret makes a new HMAC secret: 32 random bytes, as base64url
+// GenerateSecret makes a new HMAC secret: 32 bytes from random (the
+// caller's source: crypto/rand's Reader for a real secret), as base64url
 // text (the text is the secret).
-func GenerateSecret() ([]byte, error) {
+func GenerateSecret(random io.Reader) ([]byte, error) {
 	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
+	if _, err := io.ReadFull(random, b); err != nil {
 		return nil, err
 	}
 	return []byte(b64.EncodeToString(b) + "\n"), nil

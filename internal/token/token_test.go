@@ -2,6 +2,7 @@ package token
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"os"
@@ -16,14 +17,14 @@ var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 func keys(t *testing.T) (ed, hm *Key) {
 	t.Helper()
-	priv, _, err := GenerateEd25519()
+	priv, _, err := GenerateEd25519(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ed, err = ParseKey(priv); err != nil {
 		t.Fatal(err)
 	}
-	secret, err := GenerateSecret()
+	secret, err := GenerateSecret(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestKeySelection(t *testing.T) {
 }
 
 func TestKeyFiles(t *testing.T) {
-	priv, pub, err := GenerateEd25519()
+	priv, pub, err := GenerateEd25519(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
