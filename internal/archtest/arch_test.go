@@ -54,6 +54,7 @@ var allowed = map[string][]string{
 	"internal/archive/pgtest": {},
 	"internal/tcpmath":        {"internal/model"},
 	"internal/archtest":       {},
+	"internal/golden":         {},
 	"internal/interop":        {},
 	"bench/interop":           {"internal/interop"},
 

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tcpscope/tcpscope/internal/golden"
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -16,32 +16,10 @@ import (
 	"github.com/tcpscope/tcpscope/internal/report"
 )
 
-// -update rewrites the golden files. The flag is registered here unless
-// another test file of the package declared it (package variables are
-// initialised before any init runs), so the files merge either way.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files in testdata")
-	}
-}
-
 // explainGolden compares got with testdata/name (-update rewrites it).
 func explainGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./internal/cli -run %s -update creates it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (-update rewrites it):\n--- got\n%s--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 // Stock iperf3 3.12 -J documents (recorded on loopback: the client's of

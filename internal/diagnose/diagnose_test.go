@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/golden"
+
 	"github.com/tcpscope/tcpscope/internal/model"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden findings")
 
 // TestRecorded diagnoses runs recorded in the lab and on loopback
 // (testdata/ID.json by internal/lab/experiment's TestScenarios -record,
@@ -54,19 +53,7 @@ func TestRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := strings.TrimSuffix(f, ".json") + ".golden.json"
-			if *update {
-				if err := os.WriteFile(golden, append(out, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if strings.TrimSpace(string(want)) != strings.TrimSpace(string(out)) {
-				t.Errorf("findings differ from %s (-update rewrites it):\n%s", golden, out)
-			}
+			golden.Check(t, strings.TrimSuffix(f, ".json")+".golden.json", append(out, '\n'))
 		})
 	}
 	if n == 0 {

@@ -1,13 +1,13 @@
 package diagnose
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tcpscope/tcpscope/internal/golden"
 
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -39,21 +39,10 @@ func TestDocumentShapes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "documents", tc.name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(append(got, '\n'), want) {
-				t.Errorf("%s document differs from %s:\n%s", tc.name, golden, got)
-			}
-			if err := json.Unmarshal(want, tc.back); err != nil || !reflect.DeepEqual(tc.back, tc.doc) {
-				t.Errorf("%s does not read back into its type: %v\n%+v", golden, err, tc.back)
+			path := filepath.Join("testdata", "documents", tc.name+".golden.json")
+			golden.Check(t, path, append(got, '\n'))
+			if err := json.Unmarshal(got, tc.back); err != nil || !reflect.DeepEqual(tc.back, tc.doc) {
+				t.Errorf("%s does not read back into its type: %v\n%+v", path, err, tc.back)
 			}
 		})
 	}

@@ -3,17 +3,16 @@ package iperf3
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	goldenfile "github.com/tcpscope/tcpscope/internal/golden"
+
 	"github.com/tcpscope/tcpscope/internal/model"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // load reads a run recorded with `tcpscope test --json`.
 func load(t *testing.T, name string) *model.Run {
@@ -31,20 +30,7 @@ func load(t *testing.T, name string) *model.Run {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s", name, got)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), got)
 }
 
 // iperf3's -J shape of recorded runs: golden documents, and what the

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/tcpscope/tcpscope/internal/golden"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -180,6 +182,6 @@ func TestDecodeXSysStruct(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		g, _ := json.MarshalIndent(got, "", "\t")
 		w, _ := json.MarshalIndent(want, "", "\t")
-		t.Errorf("Decode of x/sys struct differs (-want +got):\n%s", diffLines(string(w), string(g)))
+		t.Errorf("Decode of x/sys struct differs (-want +got):\n%s", golden.Diff(string(w), string(g)))
 	}
 }

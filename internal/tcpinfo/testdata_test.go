@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current decoder")
+	"github.com/tcpscope/tcpscope/internal/golden"
+)
 
 // readHex reads kernel bytes saved by TestRecord: hex digits, 16 bytes a
 // line after an "offset:" prefix, with '#' starting a comment.
@@ -49,49 +48,13 @@ func formatHex(b []byte, comments ...string) []byte {
 	return out.Bytes()
 }
 
-// checkGolden compares v, as indented JSON, with the golden file at path,
-// or rewrites the file when -update is given.
+// checkGolden compares v, as indented JSON, with the golden file at path
+// (go test -update rewrites it).
 func checkGolden(t *testing.T, path string, v any) {
 	t.Helper()
 	got, err := json.MarshalIndent(v, "", "\t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if d := diffLines(string(want), string(got)); d != "" {
-		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, d)
-	}
-}
-
-// diffLines is a minimal line diff: good enough to point at the fields
-// that changed in a golden file.
-func diffLines(want, got string) string {
-	if want == got {
-		return ""
-	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var out strings.Builder
-	for i := range max(len(w), len(g)) {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&out, "line %d:\n-%s\n+%s\n", i+1, wl, gl)
-		}
-	}
-	return out.String()
+	golden.Check(t, path, append(got, '\n'))
 }

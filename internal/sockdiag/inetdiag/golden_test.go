@@ -6,18 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/golden"
+
 	"github.com/tcpscope/tcpscope/internal/model"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current decoder")
 
 // recordings are the kernel's replies in testdata, recorded by package
 // sockdiag's TestRecord (see the comments at the top of each file).
@@ -289,39 +287,13 @@ func TestTruncatedDumps(t *testing.T) {
 	}
 }
 
-// checkGolden compares v, as indented JSON, with the golden file at path,
-// or rewrites the file when -update is given.
+// checkGolden compares v, as indented JSON, with the golden file at path
+// (go test -update rewrites it).
 func checkGolden(t *testing.T, path string, v any) {
 	t.Helper()
 	got, err := json.MarshalIndent(v, "", "\t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != string(got) {
-		w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
-		for i := range max(len(w), len(g)) {
-			if i >= len(w) || i >= len(g) || w[i] != g[i] {
-				t.Errorf("%s differs from line %d (go test -update rewrites it):\n-%s\n+%s", path, i+1, line(w, i), line(g, i))
-				return
-			}
-		}
-	}
-}
-
-func line(lines []string, i int) string {
-	if i < len(lines) {
-		return lines[i]
-	}
-	return fmt.Sprintf("(end after %d lines)", len(lines))
+	golden.Check(t, path, append(got, '\n'))
 }
