@@ -21,3 +21,7 @@ const clockSlack = 50 * time.Millisecond
 // 16, bytes equal to the byte). A gross error (a swapped end, a double
 // count) still fails; the timing itself is checked without the detector.
 const loadSlack = 150 * time.Millisecond
+
+// bidirRateTol is rateTol for --bidir at full speed against a stock
+// server (race_off_test.go): the detector's slowness dwarfs it.
+const bidirRateTol = rateTol
