@@ -27,15 +27,9 @@ if [ -n "$veth" ]; then
   # Two hosts on one veth pair, offloads on as a veth's are by default:
   # the clients in one, the servers in the other.
   cns=tcpscope-i3c-$$ sns=tcpscope-i3s-$$ cl=i3c$$ sl=i3s$$
-  # Each step on its own: set -e holds in a trap too, and the link is
-  # gone once it is in a namespace.
-  trap 'rm -f "$out"; ip link del "$cl" 2>/dev/null || true; ip netns del "$cns" 2>/dev/null || true; ip netns del "$sns" 2>/dev/null || true' EXIT
-  ip netns add "$cns"; ip netns add "$sns"
-  ip link add "$cl" type veth peer name "$sl"
-  ip link set "$cl" netns "$cns"; ip link set "$sl" netns "$sns"
-  ip -n "$cns" addr add 10.213.0.1/24 dev "$cl"; ip -n "$sns" addr add 10.213.0.2/24 dev "$sl"
-  for ns in "$cns" "$sns"; do ip -n "$ns" link set lo up; done
-  ip -n "$cns" link set "$cl" up; ip -n "$sns" link set "$sl" up
+  source bench/netns.sh
+  trap 'rm -f "$out"; veth_pair_del "$cns" "$sns" "$cl"' EXIT
+  veth_pair "$cns" "$sns" "$cl" "$sl" 10.213.0.1/24 10.213.0.2/24
   across=(-server-ns "$sns" -client-ns "$cns" -server-addr 10.213.0.2 -refusals=false)
   marker="veth results"
 else

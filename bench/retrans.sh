@@ -36,6 +36,7 @@ command -v iperf3 >/dev/null || { echo "bench/retrans.sh: iperf3 missing (make s
 command -v nstat >/dev/null || { echo "bench/retrans.sh: nstat missing (iproute2)" >&2; exit 1; }
 CGO_ENABLED=0 go build -trimpath -o bin/tcpscope ./cmd/tcpscope
 source bench/machine.sh
+source bench/netns.sh
 
 work=$(mktemp -d)
 pids=()
@@ -44,11 +45,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
-  if [ -n "$cns" ]; then
-    ip link del "rtc$$" 2>/dev/null || true
-    ip netns del "$cns" 2>/dev/null || true
-    ip netns del "$sns" 2>/dev/null || true
-  fi
+  if [ -n "$cns" ]; then veth_pair_del "$cns" "$sns" "rtc$$"; fi
 }
 trap cleanup EXIT
 
@@ -56,12 +53,7 @@ sx=() cx=() addr=127.0.0.1
 if [ -n "$veth" ]; then
   [ "$(id -u)" = 0 ] || { echo "bench/retrans.sh: -v needs root (network namespaces)" >&2; exit 10; }
   cns=tcpscope-rtc-$$ sns=tcpscope-rts-$$
-  ip netns add "$cns"; ip netns add "$sns"
-  ip link add "rtc$$" type veth peer name "rts$$"
-  ip link set "rtc$$" netns "$cns"; ip link set "rts$$" netns "$sns"
-  ip -n "$cns" addr add 10.212.0.1/24 dev "rtc$$"; ip -n "$sns" addr add 10.212.0.2/24 dev "rts$$"
-  for ns in "$cns" "$sns"; do ip -n "$ns" link set lo up; done
-  ip -n "$cns" link set "rtc$$" up; ip -n "$sns" link set "rts$$" up
+  veth_pair "$cns" "$sns" "rtc$$" "rts$$" 10.212.0.1/24 10.212.0.2/24
   sx=(ip netns exec "$sns") cx=(ip netns exec "$cns") addr=10.212.0.2
 fi
 spin=() cpin=()
