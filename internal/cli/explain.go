@@ -147,7 +147,7 @@ func readResult(name string) (*result, error) {
 		End    json.RawMessage `json:"end"`
 	}
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&probe); err != nil {
-		return nil, usagef(explainHint, "%s: not a test result: %s", name, jsonProblem(err))
+		return nil, usagef(explainHint, "%s: not a test result: %s", name, model.JSONProblem(err, "a tcpscope result"))
 	}
 	switch {
 	case probe.Event != "" && probe.Schema == "":
@@ -168,7 +168,7 @@ func readResult(name string) (*result, error) {
 	case probe.Schema == model.SchemaVersion:
 		var run model.Run
 		if err := json.Unmarshal(data, &run); err != nil {
-			return nil, usagef(explainHint, "%s: not a readable tcpscope result: %s", name, jsonProblem(err))
+			return nil, usagef(explainHint, "%s: not a readable tcpscope result: %s", name, model.JSONProblem(err, "a tcpscope result"))
 		}
 		if err := summarized(name, &run); err != nil {
 			return nil, err
@@ -200,25 +200,4 @@ func summarized(name string, run *model.Run) error {
 		return usagef("a test that ran to its end has a summary", "%s: the result has no summary to diagnose", name)
 	}
 	return nil
-}
-
-// jsonProblem says why a document did not decode, in words: without
-// encoding/json's Go type names (a user once saw "Go value of type
-// model.Run").
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.EOF):
-		return "the input is empty"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON ends early"
-	case errors.As(err, &syn):
-		return fmt.Sprintf("not valid JSON (at byte %d)", syn.Offset)
-	case errors.As(err, &typ) && typ.Field != "":
-		return fmt.Sprintf("its %q is a JSON %s of another kind than expected", typ.Field, typ.Value)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("a JSON %s, not an object", typ.Value)
-	}
-	return "a field holds a value of another kind than expected"
 }

@@ -50,7 +50,7 @@ func ReadJSON(r io.Reader) (*Document, error) {
 	var d jDoc
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotJSONDocument, decodeProblem(err))
+		return nil, fmt.Errorf("%w: %s", ErrNotJSONDocument, model.JSONProblem(err, "an iperf3 document"))
 	}
 	return d.read()
 }
@@ -87,7 +87,7 @@ func ReadJSONStream(r io.Reader) (*Document, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: event %d: %s", ErrNotJSONDocument, n, decodeProblem(err))
+			return nil, fmt.Errorf("%w: event %d: %s", ErrNotJSONDocument, n, model.JSONProblem(err, "an iperf3 document"))
 		}
 		var dst any
 		switch ev.Event {
@@ -108,31 +108,10 @@ func ReadJSONStream(r io.Reader) (*Document, error) {
 			continue // server_output_text and events to come
 		}
 		if err := json.Unmarshal(ev.Data, dst); err != nil {
-			return nil, fmt.Errorf("%w: the %s event: %s", ErrNotJSONDocument, ev.Event, decodeProblem(err))
+			return nil, fmt.Errorf("%w: the %s event: %s", ErrNotJSONDocument, ev.Event, model.JSONProblem(err, "an iperf3 document"))
 		}
 	}
 	return d.read()
-}
-
-// decodeProblem says in plain words why a JSON document did not decode,
-// without encoding/json's Go type names.
-func decodeProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.EOF):
-		return "the input is empty"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "the JSON ends early"
-	case errors.As(err, &syn):
-		return fmt.Sprintf("not valid JSON (at byte %d)", syn.Offset)
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return fmt.Sprintf("a JSON %s where an object was expected", typ.Value)
-		}
-		return fmt.Sprintf("field %q is a JSON %s where iperf3 writes another kind", typ.Field, typ.Value)
-	}
-	return "not a JSON document of the kind expected"
 }
 
 // The parts of iperf3's -J document that ReadJSON reads. Numbers a

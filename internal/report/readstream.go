@@ -36,7 +36,7 @@ func ReadStream(r io.Reader) (*model.Run, error) {
 		}
 		var e Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%w: line %d %s", ErrNotStream, line, lineProblem(err))
+			return nil, fmt.Errorf("%w: line %d: %s", ErrNotStream, line, model.JSONProblem(err, "a tcpscope event"))
 		}
 		if e.Schema != model.SchemaVersion {
 			return nil, fmt.Errorf("%w: line %d has schema %q, want %q", ErrNotStream, line, e.Schema, model.SchemaVersion)
@@ -74,18 +74,4 @@ func ReadStream(r io.Reader) (*model.Run, error) {
 	}
 	end.Client.Intervals, end.Remote.Intervals = client, server
 	return end, nil
-}
-
-// lineProblem words why a line did not decode as an event, without
-// encoding/json's Go type names.
-func lineProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return "is not JSON"
-	case errors.As(err, &typ) && typ.Field != "":
-		return fmt.Sprintf("has a JSON %s in %q, not an event's", typ.Value, typ.Field)
-	}
-	return "is not a tcpscope event"
 }
