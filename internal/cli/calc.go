@@ -151,8 +151,8 @@ func calcBDP(f *calcFlags) (*calcResult, error) {
 			math.MaxInt32, (buf+math.MaxInt32-1)/math.MaxInt32))
 	} else {
 		lines = append(lines,
-			fmt.Sprintf("  sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", buf),
-			fmt.Sprintf("  sysctl -w net.ipv4.tcp_wmem=\"4096 16384 %d\"", buf))
+			fmt.Sprintf("  sysctl -w net.ipv4.tcp_rmem=\"%s\"", model.LinuxRmem.WithMax(buf)),
+			fmt.Sprintf("  sysctl -w net.ipv4.tcp_wmem=\"%s\"", model.LinuxWmem.WithMax(buf)))
 	}
 	return &calcResult{
 		Calculation: tcpmath.NewCalculation("bdp",

@@ -28,9 +28,9 @@ type bufferFix struct {
 // whether the end's settings already allow it (then the limit is not a
 // setting of the kernel's, and the fixes say where else to look).
 func (b bufferFix) fixes(buf model.Bytes, pinned bool) (out []model.Fix, allowed bool) {
-	key, capKey, sockopt, dflt := "net.ipv4.tcp_wmem", "net.core.wmem_max", "SO_SNDBUF", model.BufferBounds{Min: 4096, Default: 16384}
+	key, capKey, sockopt, dflt := "net.ipv4.tcp_wmem", "net.core.wmem_max", "SO_SNDBUF", model.LinuxWmem
 	if b.recv {
-		key, capKey, sockopt, dflt = "net.ipv4.tcp_rmem", "net.core.rmem_max", "SO_RCVBUF", model.BufferBounds{Min: 4096, Default: 131072}
+		key, capKey, sockopt, dflt = "net.ipv4.tcp_rmem", "net.core.rmem_max", "SO_RCVBUF", model.LinuxRmem
 	}
 	var bounds model.BufferBounds
 	var boundsOK bool
@@ -67,9 +67,9 @@ func (b bufferFix) fixes(buf model.Bytes, pinned bool) (out []model.Fix, allowed
 			return out, true
 		}
 	case boundsOK:
-		out = append(out, model.Fix{Where: b.where, Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"%d %d %d\"", key, bounds.Min, bounds.Default, buf)})
+		out = append(out, model.Fix{Where: b.where, Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"%s\"", key, bounds.WithMax(buf))})
 	default:
-		out = append(out, model.Fix{Where: b.where, Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"%d %d %d\" (the kernel's minimum and default: this end's were not read)", key, dflt.Min, dflt.Default, buf)})
+		out = append(out, model.Fix{Where: b.where, Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"%s\" (the kernel's minimum and default: this end's were not read)", key, dflt.WithMax(buf))})
 	}
 	return out, false
 }

@@ -142,9 +142,12 @@ func (a *audit) buffers() {
 		a.bufferReach()
 		return
 	}
-	for _, b := range []struct{ key, who, def string }{
-		{"net.ipv4.tcp_rmem", "receive", "131072"},
-		{"net.ipv4.tcp_wmem", "send", "16384"},
+	for _, b := range []struct {
+		key, who string
+		linux    model.BufferBounds
+	}{
+		{"net.ipv4.tcp_rmem", "receive", model.LinuxRmem},
+		{"net.ipv4.tcp_wmem", "send", model.LinuxWmem},
 	} {
 		mx, ok := a.tripleMax(b.key)
 		if !ok || mx >= a.need {
@@ -157,12 +160,7 @@ func (a *audit) buffers() {
 			b.who, mx.Binary(), tcpmath.WindowRate(model.SockBufData(mx), a.o.RTT), a.o.RTT, a.o.Target, a.need.Decimal())
 		f.Explanation = "Autotuning grows each socket's buffer up to the third number of " + b.key + ", and about half of a buffer becomes window. A window smaller than the bandwidth-delay product caps the rate at window/RTT."
 		f.Evidence = []model.Evidence{{What: b.key, Value: v, Source: "sysctl"}, a.sizing()}
-		parts := strings.Fields(v)
-		def := b.def
-		if len(parts) == 3 {
-			def = parts[1]
-		}
-		f.Fix = []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"4096 %s %d\"", b.key, def, a.need)}}
+		f.Fix = []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w %s=\"%s\"", b.key, keepBounds(v, b.linux).WithMax(a.need))}}
 		f.Effect = fmt.Sprintf("the %s window bound rises from %s to %s", b.who, tcpmath.WindowRate(model.SockBufData(mx), a.o.RTT), a.o.Target)
 		f.Predicted = model.Some(a.o.Target)
 		a.add(f)
@@ -231,8 +229,24 @@ func (a *audit) oversized() {
 			mx.Binary(), rate, a.o.RTT, need.Decimal(), float64(mx)/float64(need)),
 		Explanation: "On a slow link a huge buffer gains nothing: the window beyond the BDP only queues in the bottleneck (bufferbloat) and ties up memory per connection.",
 		Evidence:    []model.Evidence{{What: "net.ipv4.tcp_rmem", Value: v, Source: "sysctl"}, sizing},
-		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"4096 131072 %d\"", max(need, 6*model.MiB))}},
+		Fix:         []model.Fix{{Where: "this host", Kind: "sysctl", Command: fmt.Sprintf("sysctl -w net.ipv4.tcp_rmem=\"%s\"", keepBounds(v, model.LinuxRmem).WithMax(max(need, 6*model.MiB)))}},
 	})
+}
+
+// keepBounds is the minimum and default a buffer fix keeps: the host's
+// own, from its tcp_rmem or tcp_wmem text v ("4096 131072 6291456"),
+// else Linux's.
+func keepBounds(v string, linux model.BufferBounds) model.BufferBounds {
+	parts := strings.Fields(v)
+	if len(parts) != 3 {
+		return linux
+	}
+	lo, err1 := strconv.ParseInt(parts[0], 10, 64)
+	def, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || lo < 0 || def < lo {
+		return linux
+	}
+	return model.BufferBounds{Min: model.Bytes(lo), Default: model.Bytes(def)}
 }
 
 func (a *audit) congestion() {

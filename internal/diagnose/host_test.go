@@ -120,3 +120,19 @@ func TestMergeAndByLayer(t *testing.T) {
 		t.Errorf("ByLayer: %v", got)
 	}
 }
+
+// A buffer fix keeps the host's own minimum and default, and Linux's
+// where the host's text is not a triple of sizes.
+func TestKeepBounds(t *testing.T) {
+	for v, want := range map[string]string{
+		"8192 262144 6291456": "8192 262144 1000",
+		"4096 87380":          "4096 131072 1000",
+		"a b c":               "4096 131072 1000",
+		"":                    "4096 131072 1000",
+		"9000 100 200":        "4096 131072 1000",
+	} {
+		if got := keepBounds(v, model.LinuxRmem).WithMax(1000).String(); got != want {
+			t.Errorf("%q: %q, want %q", v, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -376,6 +377,26 @@ type BufferBounds struct {
 	Min     Bytes `json:"min"`
 	Default Bytes `json:"default"`
 	Max     Bytes `json:"max"`
+}
+
+// LinuxRmem and LinuxWmem are the minimum and default of Linux's
+// net.ipv4.tcp_rmem and tcp_wmem (Documentation/networking/ip-sysctl.rst):
+// what a fix that raises only the maximum keeps where an end's own were
+// not read. Their Max is unset.
+var (
+	LinuxRmem = BufferBounds{Min: 4096, Default: 131072}
+	LinuxWmem = BufferBounds{Min: 4096, Default: 16384}
+)
+
+// WithMax is b with its maximum set to max.
+func (b BufferBounds) WithMax(max Bytes) BufferBounds {
+	b.Max = max
+	return b
+}
+
+// String is b as sysctl reads and writes it, in bytes: "4096 131072 6291456".
+func (b BufferBounds) String() string {
+	return fmt.Sprintf("%d %d %d", int64(b.Min), int64(b.Default), int64(b.Max))
 }
 
 // CPUUse is a process's CPU time over a test as a share of the test's

@@ -113,8 +113,8 @@ func (p pathDraw) impairments() (emulator.Impairment, emulator.Impairment) {
 func (p pathDraw) tunedFor(queue model.Bytes) lab.HostConfig {
 	m := max(2*(p.bdp()+queue), 6*model.MiB)
 	return lab.HostConfig{
-		Rmem: lab.BufferSizes{Min: 4096, Default: 131072, Max: m},
-		Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: m},
+		Rmem: lab.BufferSizes{Min: model.LinuxRmem.Min, Default: model.LinuxRmem.Default, Max: m},
+		Wmem: lab.BufferSizes{Min: model.LinuxWmem.Min, Default: model.LinuxWmem.Default, Max: m},
 	}
 }
 
@@ -282,7 +282,7 @@ func drawCause(r *rand.Rand, kind string, p pathDraw, backend lab.Backend) (Scen
 		if buf < 32*model.KiB || p.bdp() < 128*model.KiB {
 			return s, nil, false
 		}
-		s.A.Wmem = lab.BufferSizes{Min: 4096, Default: min(16384, buf), Max: buf}
+		s.A.Wmem = lab.BufferSizes{Min: model.LinuxWmem.Min, Default: min(model.LinuxWmem.Default, buf), Max: buf}
 		return s, []string{fmt.Sprintf("send buffer %s", buf.Binary())}, true
 	case "wscale-off":
 		// 64 KiB a round trip at most a quarter of the path's rate.

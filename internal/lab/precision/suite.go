@@ -60,8 +60,8 @@ func tuned(rate model.Bitrate, rtt time.Duration) lab.HostConfig {
 	bdp := model.Bytes(float64(rate) / 8 * rtt.Seconds())
 	maxBuf := max(2*bdp, 6*model.MiB)
 	return lab.HostConfig{
-		Rmem: lab.BufferSizes{Min: 4096, Default: 131072, Max: maxBuf},
-		Wmem: lab.BufferSizes{Min: 4096, Default: 16384, Max: maxBuf},
+		Rmem: lab.BufferSizes{Min: model.LinuxRmem.Min, Default: model.LinuxRmem.Default, Max: maxBuf},
+		Wmem: lab.BufferSizes{Min: model.LinuxWmem.Min, Default: model.LinuxWmem.Default, Max: maxBuf},
 	}
 }
 
@@ -196,7 +196,7 @@ func Impairments() []Scenario {
 	}
 	sndbuf := func(name string, rate model.Bitrate, rtt time.Duration, buf model.Bytes) Scenario {
 		return withHost(impaired(name, rate, rtt, "cubic", "sndbuf-limited", nil), func(h *lab.HostConfig) {
-			h.Wmem = lab.BufferSizes{Min: 4096, Default: min(16384, buf), Max: buf}
+			h.Wmem = lab.BufferSizes{Min: model.LinuxWmem.Min, Default: min(model.LinuxWmem.Default, buf), Max: buf}
 		}, nil)
 	}
 	loss := func(name string, rate model.Bitrate, rtt time.Duration, cc string, p float64, want string) Scenario {
