@@ -22,7 +22,9 @@ import (
 // hangs up its jobs, as on a closed terminal; what survives that, Clean
 // ends). The signal comes when the thread that started it ends, which Go
 // does only to a thread left locked by an ending goroutine: start it from
-// anywhere but inside Do.
+// anywhere but inside Do, and nothing in this process may end threads on
+// purpose (perf's one-CPU senders once did, and a stock iperf3 -s in a
+// host took SIGHUP mid-test).
 func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	ip, err := toolPath("ip")
 	cmd := exec.CommandContext(ctx, ip, append([]string{"netns", "exec", h.Name, name}, args...)...)

@@ -64,18 +64,22 @@ func setAll(mask *unix.CPUSet) error {
 	return errors.New("sched_setaffinity: the process kept starting threads")
 }
 
-// pinThread restricts the calling thread to cpu, which the process may
-// run on, and reports it pinned; the caller has locked its goroutine to
-// the thread, and leaves it locked so that the runtime ends the thread
-// with the goroutine rather than hand the narrowed mask to other
-// goroutines.
-func pinThread(cpu int) error {
-	var one unix.CPUSet
+// pinThread restricts the calling thread, which the caller has locked
+// to its goroutine, to cpu and returns the function that gives the
+// thread its previous mask back. If that fails the thread must not
+// serve other goroutines with the narrowed mask: undo reports false and
+// the caller leaves the goroutine locked, so the runtime ends the
+// thread with it.
+func pinThread(cpu int) (undo func() bool, err error) {
+	var before, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &before); err != nil {
+		return nil, fmt.Errorf("sched_getaffinity: %w", err)
+	}
 	one.Set(cpu)
 	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		return fmt.Errorf("sched_setaffinity: %w", err)
+		return nil, fmt.Errorf("sched_setaffinity: %w", err)
 	}
-	return nil
+	return func() bool { return unix.SchedSetaffinity(0, &before) == nil }, nil
 }
 
 // currentCPU is the CPU the calling thread runs on (getcpu(2)).

@@ -11,7 +11,7 @@ func PinProcess(cpu int) (restore func(), err error) {
 
 // pinThread is Linux's: elsewhere a test's streams run where the
 // runtime puts them.
-func pinThread(int) error { return errors.New("pinning a thread needs Linux") }
+func pinThread(int) (func() bool, error) { return nil, errors.New("pinning a thread needs Linux") }
 
 // currentCPU is Linux's (getcpu(2)).
 func currentCPU() (int, error) { return 0, errors.New("getcpu needs Linux") }

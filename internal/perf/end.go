@@ -431,7 +431,7 @@ func (e *End) run(ctx context.Context) error {
 				}
 			}
 			if s.udp == nil && s.role == model.Sender && e.oneCPU {
-				e.toOneCPU()
+				defer e.toOneCPU()()
 			}
 			switch {
 			case s.udp != nil && s.role == model.Sender:
@@ -457,11 +457,15 @@ func (e *End) run(ctx context.Context) error {
 }
 
 // toOneCPU locks the calling sender's goroutine to its thread and pins
-// the thread to the end's one CPU. The goroutine then ends locked, and
-// the runtime ends the thread with it, so no other goroutine inherits
-// the narrowed mask. Where the kernel refuses, the stream runs where
-// the runtime puts it.
-func (e *End) toOneCPU() {
+// the thread to the end's one CPU; the returned function, deferred by
+// the sender, gives the thread its mask back and unlocks it. Threads
+// are not ended on purpose: a child process started with a parent-death
+// signal (the lab's hosts, a lab shell) takes it when the thread that
+// started it ends, whichever thread that was. Where the kernel refuses
+// to pin, the stream runs where the runtime puts it; where it refuses
+// to restore, the goroutine ends locked and the runtime ends the thread
+// rather than hand the narrowed mask to other goroutines.
+func (e *End) toOneCPU() (done func()) {
 	runtime.LockOSThread()
 	e.oneCPUOnce.Do(func() {
 		e.oneCPUAt = -1
@@ -469,8 +473,19 @@ func (e *End) toOneCPU() {
 			e.oneCPUAt = cpu
 		}
 	})
-	if e.oneCPUAt < 0 || pinThread(e.oneCPUAt) != nil {
+	if e.oneCPUAt < 0 {
 		runtime.UnlockOSThread()
+		return func() {}
+	}
+	undo, err := pinThread(e.oneCPUAt)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return func() {}
+	}
+	return func() {
+		if undo() {
+			runtime.UnlockOSThread()
+		}
 	}
 }
 
