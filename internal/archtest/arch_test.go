@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"internal/cli":            {"*"},
 	"internal/model":          {},
 	"internal/tcpinfo":        {"internal/model"},
-	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits", "internal/token"},
+	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits", "internal/token", "internal/frontdoor"},
 	"internal/perf/perftest":  {},
 	"internal/iperf3":         {"internal/model", "internal/perf", "internal/tcpinfo", "internal/limits", "internal/i3auth"},
 	"internal/limits":         {"internal/model"},
@@ -55,6 +55,7 @@ var allowed = map[string][]string{
 	"internal/tcpmath":        {"internal/model"},
 	"internal/archtest":       {},
 	"internal/golden":         {},
+	"internal/frontdoor":      {},
 	"internal/interop":        {},
 	"bench/interop":           {"internal/interop"},
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -126,6 +127,23 @@ func TestServerLameDuck(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("/healthz: %s", resp.Status)
+			}
+			// The server's own port answers /healthz too, but lame duck
+			// only on --health: a page in a browser on the host could
+			// post to the public port.
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err != nil {
+				t.Fatalf("/healthz on the server's port: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"serving"`) {
+				t.Fatalf("/healthz on the server's port: %s %s", resp.Status, body)
+			}
+			if resp, err := http.Post("http://"+addr+"/lameduck", "", nil); err != nil || resp.StatusCode == http.StatusAccepted {
+				t.Fatalf("POST /lameduck on the server's port: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
 			}
 			// The handler for SIGUSR1 is in place before /healthz answers.
 			if how == "SIGUSR1" {

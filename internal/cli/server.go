@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -74,6 +75,8 @@ test at once, up to --max-tests; a client over a limit gets a clear
 their clients still get results. SIGUSR1 (or POST /lameduck on --health)
 puts the server in lame-duck mode: it admits no new test, /healthz says
 "draining" (503), and it exits once the running tests have finished.
+GET /healthz is also served over HTTP (HTTPS with --tls-cert) on the
+server's own port, which serves tcpscope and iperf3 clients too.
 
 For a public server, --limits FILE gives each class of client networks
 its own limits (allow or deny, tests, streams, duration, TCP and UDP rate
@@ -341,7 +344,20 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 		return out
 	}}
 	srv.Handle(i3)
+	// HTTP on the same port: the health check anyone may read (lame
+	// duck stays on --health, the operator's listener).
+	public := http.NewServeMux()
+	public.Handle("GET /healthz", health.Healthz(serverStatus(srv)))
+	srv.HTTP = public
 	return srv, i3, pin, nil
+}
+
+// serverStatus is the server's state as its health check reports it.
+func serverStatus(srv *perf.Server) func() health.Status {
+	return func() health.Status {
+		st := srv.Status()
+		return health.Status{Draining: st.Draining, Running: st.Running, Streams: st.Streams}
+	}
 }
 
 // printCheck is --check: the policy and who may test.
@@ -492,11 +508,7 @@ func runServer(cmd *cobra.Command, f *serverFlags, ready *daemon.Reporter, stdou
 		}
 	}()
 	if f.health != "" {
-		status := func() health.Status {
-			st := srv.Status()
-			return health.Status{Draining: st.Draining, Running: st.Running, Streams: st.Streams}
-		}
-		hs, err := health.Start(ctx, f.health, status, lameDuck)
+		hs, err := health.Start(ctx, f.health, serverStatus(srv), lameDuck)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("--health: %w", err)

@@ -29,22 +29,7 @@ type Status struct {
 // tells it to drain.
 func Handler(status func() Status, lameDuck func()) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		st := status()
-		doc := struct {
-			State string `json:"status"`
-			Status
-		}{"serving", st}
-		code := http.StatusOK
-		if st.Draining {
-			// A load balancer takes a draining server out of its pool.
-			doc.State, code = "draining", http.StatusServiceUnavailable
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(doc)
-	})
+	mux.Handle("GET /healthz", Healthz(status))
 	mux.HandleFunc("POST /lameduck", func(w http.ResponseWriter, r *http.Request) {
 		// Anyone who reaches the health port may read it; only the host
 		// itself may take the server out of service.
@@ -66,6 +51,28 @@ func fromLoopback(r *http.Request) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Healthz serves GET /healthz alone: the part of the endpoint anyone may
+// reach, also on a server's public port (lame duck stays on the
+// operator's listener).
+func Healthz(status func() Status) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := status()
+		doc := struct {
+			State string `json:"status"`
+			Status
+		}{"serving", st}
+		code := http.StatusOK
+		if st.Draining {
+			// A load balancer takes a draining server out of its pool.
+			doc.State, code = "draining", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(doc)
+	})
 }
 
 // Endpoint is the health endpoint serving on its own listener.

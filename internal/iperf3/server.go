@@ -38,6 +38,9 @@ type Handler struct {
 // characters of a–z and 2–7 (tcpscope's magic is upper case).
 func (h *Handler) Match(head []byte) bool { return isCookie(head) }
 
+// Name names the protocol in the server's counts.
+func (h *Handler) Name() string { return "iperf3" }
+
 // isCookie reports whether b could be (the start of) an iperf3 cookie.
 func isCookie(b []byte) bool {
 	for _, c := range b {

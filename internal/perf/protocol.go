@@ -6,23 +6,27 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/frontdoor"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
 // The server speaks its native protocol, and others beside it on the
-// same port: each connection's first bytes tell which. A Protocol claims
-// connections by their first bytes (Handle); the native protocol and TLS
-// are the server's own, tried first. A protocol that runs throughput
+// same port: the front door (package frontdoor) tells which by each
+// connection's first bytes. A Protocol claims connections by their first
+// bytes (Handle); the native protocol, TLS and HTTP are the server's own,
+// tried first. A protocol that runs throughput
 // tests on the engine admits them through the server (Admit), so that
 // one set of limits counts every test whatever its protocol.
 
 // HeadLen is how many first bytes of a connection the server reads to
-// tell its protocol.
-const HeadLen = magicLen
+// tell its protocol: the native magic's length.
+const HeadLen = frontdoor.HeadLen
 
 // Protocol is a protocol the server serves beside its own.
 type Protocol interface {
+	// Name names the protocol in the server's counts (Served) and logs.
+	Name() string
 	// Match reports whether head, a connection's first HeadLen bytes,
 	// begins a connection of this protocol.
 	Match(head []byte) bool

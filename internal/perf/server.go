@@ -9,12 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/frontdoor"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
@@ -37,7 +39,10 @@ type Server struct {
 	// only over TLS: a plain one is refused, so that its cookie and
 	// keys never cross in clear. (Data connections stay plain, and other
 	// protocols speak their own.)
-	TLS     *tls.Config
+	TLS *tls.Config
+	// HTTP, when set, serves HTTP requests on the server's port (and
+	// HTTPS, with TLS): the front door routes them to it.
+	HTTP    http.Handler
 	Version string
 	Logger  *slog.Logger
 	// OnTest, when set, receives the server's view of each finished test.
@@ -112,6 +117,8 @@ type Server struct {
 	// finish ends Serve's accepting, as its context's end does (OneTest,
 	// IdleTimeout).
 	finish context.CancelFunc
+	// door is the port's front door, from Serve on (under mu).
+	door *frontdoor.Door
 }
 
 // ErrIdle: Serve returned because no test ran for its IdleTimeout.
@@ -270,47 +277,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer stopUDP()
 		s.wg.Go(func() { s.serveUDP(ctx, pc) })
 	}
-	stopAccept := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	defer stopAccept()
-	var err error
-	var seq uint64
-	for {
-		c, aerr := ln.Accept()
-		if aerr != nil {
-			if ctx.Err() == nil {
-				var ne net.Error
-				if errors.As(aerr, &ne) && ne.Timeout() {
-					continue
-				}
-				if !errors.Is(aerr, net.ErrClosed) {
-					// Transient errors (EMFILE) should not end the server.
-					s.Logger.Warn("accept", "err", aerr)
-					time.Sleep(50 * time.Millisecond)
-					continue
-				}
-				err = fmt.Errorf("accept: %w", aerr)
-			}
-			break
-		}
-		seq++
-		n := seq // this connection's, not the loop's next
-		leave, ok := s.enterPending(c)
-		if !ok {
-			c.Close()
-			continue
-		}
-		s.wg.Go(func() {
-			defer leave()
-			s.handle(ctx, c, n, leave)
-		})
+	door := &frontdoor.Door{
+		Routes:      s.routes(),
+		HTTP:        s.HTTP,
+		TLS:         s.TLS,
+		Enter:       s.enterPending,
+		HeadTimeout: handshakeTimeout,
+		// Running tests are stopped with ctx, and their clients told:
+		// that takes up to a sender's finishing grace.
+		Grace:  s.ShutdownGrace + finishGrace,
+		Logger: s.Logger,
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(s.ShutdownGrace + finishGrace):
-		s.Logger.Warn("shutdown: tests still running after the grace period")
-	}
+	s.mu.Lock()
+	s.door = door
+	s.mu.Unlock()
+	err := door.Serve(ctx, ln)
+	// The UDP socket closed with ctx: its reader returns at once.
+	s.wg.Wait()
 	s.mu.Lock()
 	idled := s.idledOut
 	s.mu.Unlock()
@@ -366,13 +349,13 @@ func (s *Server) classOf(a net.Addr) *limits.Class {
 // MaxPendingPerAddr or MaxPending (then it is closed at once, before it
 // costs more than its descriptor). leave ends its pending time, once:
 // when it has become part of a test, or ends.
-func (s *Server) enterPending(c net.Conn) (leave func(), ok bool) {
-	cl := s.classOf(c.RemoteAddr())
+func (s *Server) enterPending(remote net.Addr) (leave func(), ok bool) {
+	cl := s.classOf(remote)
 	if cl.Deny {
-		s.refusals.note("denied", c.RemoteAddr(), "class "+cl.Name+" is denied: closed at once")
+		s.refusals.note("denied", remote, "class "+cl.Name+" is denied: closed at once")
 		return nil, false
 	}
-	key := addrKey(c.RemoteAddr())
+	key := addrKey(remote)
 	s.mu.Lock()
 	over := ""
 	switch {
@@ -386,7 +369,7 @@ func (s *Server) enterPending(c net.Conn) (leave func(), ok bool) {
 	}
 	s.mu.Unlock()
 	if over != "" {
-		s.refusals.note(over, c.RemoteAddr(), "too many connections not yet part of a test: closed at once")
+		s.refusals.note(over, remote, "too many connections not yet part of a test: closed at once")
 		return nil, false
 	}
 	var once sync.Once
@@ -402,48 +385,61 @@ func (s *Server) enterPending(c net.Conn) (leave func(), ok bool) {
 	}, true
 }
 
-// handle tells a connection's kind by its first bytes; seq is its place
-// in the accept order. admitted ends the connection's pending time: its
-// handler calls it once the connection is part of a test.
-func (s *Server) handle(ctx context.Context, c net.Conn, seq uint64, admitted func()) {
-	tc, ok := c.(*net.TCPConn)
-	if !ok {
-		c.Close()
-		return
+// routes are the server's protocols on its port, as the front door
+// tries them: the native control and data connections, then the
+// protocols added (Handle), which are served on plain connections only.
+func (s *Server) routes() []frontdoor.Route {
+	rs := []frontdoor.Route{{
+		Name:  "tcpscope",
+		Match: func(h []byte) bool { return string(h) == controlMagic },
+		Serve: s.serveControl,
+		Plain: true, InTLS: true, ALPN: ALPN,
+	}, {
+		Name:  "tcpscope-data",
+		Match: func(h []byte) bool { return string(h) == dataMagic },
+		Serve: func(_ context.Context, c *frontdoor.Conn) { s.data(c.TCP, c.Admitted) },
+		Plain: true,
+	}}
+	for _, p := range s.protocols {
+		rs = append(rs, frontdoor.Route{
+			Name:  p.Name(),
+			Match: p.Match,
+			Serve: func(ctx context.Context, c *frontdoor.Conn) {
+				p.Serve(ctx, &Conn{TCPConn: c.TCP, Head: c.Head, Seq: c.Seq, Server: s, admitted: c.Admitted})
+			},
+			Plain: true,
+		})
 	}
-	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	var magic [magicLen]byte
-	if _, err := io.ReadFull(c, magic[:]); err != nil {
-		c.Close()
-		return
-	}
-	if magic[0] == tlsRecordHandshake && s.TLS != nil {
-		s.serveTLS(ctx, tc, magic[:], admitted)
-		return
-	}
-	switch string(magic[:]) {
-	case controlMagic:
-		if s.TLS != nil {
-			// The hello is read first: closing on it unread would
-			// reset the connection before the client read why.
-			c := newCtrl(tc, maxClientMessage)
-			if _, err := c.recv(handshakeTimeout); err == nil {
-				c.sendError(CodeTLS, "this server takes its control connections over TLS only", "test with --tls or --tls-pin")
-			}
-			tc.Close()
-			return
+	return rs
+}
+
+// serveControl serves a native control connection: inside TLS when the
+// server has TLS, and then only there.
+func (s *Server) serveControl(ctx context.Context, c *frontdoor.Conn) {
+	if s.TLS != nil && c.TLS == nil {
+		// The hello is read first: closing on it unread would reset
+		// the connection before the client read why.
+		cc := newCtrl(c.TCP, maxClientMessage)
+		if _, err := cc.recv(handshakeTimeout); err == nil {
+			cc.sendError(CodeTLS, "this server takes its control connections over TLS only", "test with --tls or --tls-pin")
 		}
-		s.control(ctx, tc, admitted)
-	case dataMagic:
-		s.data(tc, admitted)
-	default:
-		if p := s.protocolFor(magic[:]); p != nil {
-			p.Serve(ctx, &Conn{TCPConn: tc, Head: magic[:], Seq: seq, Server: s, admitted: admitted})
-			return
-		}
-		s.Logger.Debug("unknown protocol", "remote", c.RemoteAddr(), "first_bytes", fmt.Sprintf("%q", magic[:]))
 		c.Close()
+		return
 	}
+	s.control(ctx, c.Conn, c.Admitted)
+}
+
+// Served is how many connections the server's port has handed to each
+// protocol since Serve began, by name ("tcpscope", "tcpscope-data", an
+// added protocol's Name, "http").
+func (s *Server) Served() map[string]uint64 {
+	s.mu.Lock()
+	d := s.door
+	s.mu.Unlock()
+	if d == nil {
+		return map[string]uint64{}
+	}
+	return d.Served()
 }
 
 // data hands a data connection to the test whose cookie it carries.

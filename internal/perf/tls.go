@@ -1,17 +1,13 @@
 package perf
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"time"
 )
 
 // TLS protects the native control connection: the hello (with its access
@@ -20,46 +16,10 @@ import (
 // measured, and encrypting them would measure the cipher. A stream's key
 // is seen on the wire only as its stream claims it, once.
 
-// tlsRecordHandshake is the first byte of a TLS ClientHello record: a
-// connection that starts with it is TLS, not one of the protocols' magic
-// strings (upper-case ASCII) or an iperf3 cookie (a-z, 2-7).
-const tlsRecordHandshake = 0x16
-
-// prefixConn is a connection whose first bytes were already read: they
-// are read again first.
-type prefixConn struct {
-	net.Conn
-	prefix []byte
-}
-
-func (c *prefixConn) Read(b []byte) (int, error) {
-	if len(c.prefix) > 0 {
-		n := copy(b, c.prefix)
-		c.prefix = c.prefix[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
-}
-
-// serveTLS completes a TLS handshake on a connection whose first bytes
-// (head) were read, then serves the native control connection inside it.
-func (s *Server) serveTLS(ctx context.Context, c *net.TCPConn, head []byte, admitted func()) {
-	tc := tls.Server(&prefixConn{Conn: c, prefix: head}, s.TLS)
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
-	if err := tc.HandshakeContext(ctx); err != nil {
-		s.Logger.Debug("tls handshake", "remote", c.RemoteAddr(), "err", err)
-		c.Close()
-		return
-	}
-	_ = c.SetDeadline(time.Time{})
-	_ = tc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	var magic [magicLen]byte
-	if _, err := io.ReadFull(tc, magic[:]); err != nil || string(magic[:]) != controlMagic {
-		tc.Close()
-		return
-	}
-	s.control(ctx, tc, admitted)
-}
+// ALPN is the native protocol's ID in TLS's application-layer protocol
+// negotiation: the server's port also serves HTTP/2 and HTTP/1.1 inside
+// TLS, and a client that names its protocol goes to it directly.
+const ALPN = "tcpscope/1"
 
 // LoadServerTLS reads a certificate and its private key (PEM files) as
 // the server's TLS configuration, TLS 1.3 only, and returns the
@@ -80,13 +40,13 @@ func LoadServerTLS(certFile, keyFile string) (*tls.Config, string, error) {
 // in pem; with pem nil, the system's roots.
 func RootsTLS(pem []byte) (*tls.Config, error) {
 	if pem == nil {
-		return &tls.Config{}, nil
+		return &tls.Config{NextProtos: []string{ALPN}}, nil
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(pem) {
 		return nil, errors.New("no PEM certificate found")
 	}
-	return &tls.Config{RootCAs: roots}, nil
+	return &tls.Config{RootCAs: roots, NextProtos: []string{ALPN}}, nil
 }
 
 // CertPin is a certificate's pin as a client gives it (--tls-pin):
@@ -108,6 +68,7 @@ func PinnedTLS(pin string) (*tls.Config, error) {
 	}
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS13,
+		NextProtos:         []string{ALPN},
 		InsecureSkipVerify: true, // the pin below is the check
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			if len(cs.PeerCertificates) == 0 {

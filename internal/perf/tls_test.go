@@ -3,43 +3,19 @@ package perf
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"io"
-	"math/big"
 	"net"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
-
-// selfSigned is a certificate for 127.0.0.1 and localhost.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tcpscope test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, cert
-}
 
 // recorder is a TCP proxy to addr that keeps the first 4 KiB that
 // cross it each way on every connection (the handshakes and preambles,
@@ -131,7 +107,7 @@ func inClear(t *testing.T, rec *recorder, run *model.Run) bool {
 // and token are never seen in clear on the path, and a plain control
 // connection is refused with a reason.
 func TestTLSControl(t *testing.T) {
-	cert, x := selfSigned(t)
+	cert, x := perftest.SelfSigned(t)
 	srv := &Server{Version: "test", TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
 	addr := serveWith(t, srv)
 	proxy, rec := record(t, addr)
@@ -164,7 +140,7 @@ func TestTLSControl(t *testing.T) {
 	if _, err := (&Client{TLS: pinned}).Run(ctx, addr, quick(model.TestConfig{})); err != nil {
 		t.Fatalf("pinned: %v", err)
 	}
-	other, ox := selfSigned(t)
+	other, ox := perftest.SelfSigned(t)
 	_ = other
 	wrong, _ := PinnedTLS(CertPin(ox))
 	if _, err := (&Client{TLS: wrong}).Run(ctx, addr, quick(model.TestConfig{})); CodeOf(err) != CodeTLS || !strings.Contains(err.Error(), "pin") {
