@@ -26,9 +26,9 @@ var allowed = map[string][]string{
 	"internal/cli":            {"*"},
 	"internal/model":          {},
 	"internal/tcpinfo":        {"internal/model"},
-	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits", "internal/token", "internal/frontdoor"},
+	"internal/perf":           {"internal/model", "internal/tcpinfo", "internal/limits", "internal/token", "internal/frontdoor", "internal/fault"},
 	"internal/perf/perftest":  {},
-	"internal/iperf3":         {"internal/model", "internal/perf", "internal/tcpinfo", "internal/limits", "internal/i3auth"},
+	"internal/iperf3":         {"internal/model", "internal/perf", "internal/tcpinfo", "internal/limits", "internal/i3auth", "internal/fault"},
 	"internal/limits":         {"internal/model"},
 	"internal/health":         {},
 	"internal/daemon":         {},
@@ -56,6 +56,7 @@ var allowed = map[string][]string{
 	"internal/archtest":       {},
 	"internal/golden":         {},
 	"internal/frontdoor":      {},
+	"internal/fault":          {},
 	"internal/interop":        {},
 	"bench/interop":           {"internal/interop"},
 
@@ -64,7 +65,7 @@ var allowed = map[string][]string{
 
 // pure packages do no I/O and never read the clock, so a saved run
 // analyses the same anywhere.
-var pure = map[string]bool{"internal/model": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true, "internal/limits": true, "internal/token": true,
+var pure = map[string]bool{"internal/model": true, "internal/fault": true, "internal/stats": true, "internal/tcpmath": true, "internal/diagnose": true, "internal/limits": true, "internal/token": true,
 	"internal/sockdiag/inetdiag": true}
 
 var ioImports = []string{"os", "net", "syscall", "os/exec", "net/http", "database/sql", "golang.org/x/sys/unix",

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/lab"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // Version is tcpscope's release, stamped at build time with
@@ -154,25 +154,25 @@ func classify(err error) (int, string) {
 		}
 		return ExitUsage, hint
 	}
-	hint := perf.HintOf(err)
-	switch perf.CodeOf(err) {
-	case perf.CodeRefused:
+	hint := fault.HintOf(err)
+	switch fault.CodeOf(err) {
+	case fault.Refused:
 		return ExitRefused, hint
-	case perf.CodeUnreachable:
+	case fault.Unreachable:
 		return ExitUnreachable, hint
-	case perf.CodeTimeout:
+	case fault.Timeout:
 		return ExitTimeout, hint
-	case perf.CodeVersion, perf.CodeProtocol, perf.CodeUnverified, perf.CodeTLS:
+	case fault.Version, fault.Protocol, fault.Unverified, fault.TLS:
 		return ExitProtocol, hint
-	case perf.CodeBusy, perf.CodeLimit, perf.CodeDenied, perf.CodeShutdown:
+	case fault.Busy, fault.Limit, fault.Denied, fault.Shutdown:
 		return ExitBusy, hint
-	case perf.CodeBadConfig:
+	case fault.BadConfig:
 		return ExitUsage, hint
-	case perf.CodeAborted:
+	case fault.Aborted:
 		return ExitAborted, hint
-	case perf.CodeSocket:
+	case fault.Socket:
 		return ExitSocket, hint
-	case perf.CodeAddrInUse:
+	case fault.AddrInUse:
 		return ExitInUse, hint
 	}
 	return ExitFailure, hint

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/daemon"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/health"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
@@ -346,9 +346,7 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 	srv.Handle(i3)
 	// HTTP on the same port: the health check anyone may read (lame
 	// duck stays on --health, the operator's listener).
-	public := http.NewServeMux()
-	public.Handle("GET /healthz", health.Healthz(serverStatus(srv)))
-	srv.HTTP = public
+	srv.HTTP = health.Public(serverStatus(srv))
 	return srv, i3, pin, nil
 }
 
@@ -469,8 +467,8 @@ func runServer(cmd *cobra.Command, f *serverFlags, ready *daemon.Reporter, stdou
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	ln, err := perf.Listen(ctx, addr)
-	if perf.CodeOf(err) == perf.CodeAddrInUse {
-		return &perf.Error{Code: perf.CodeAddrInUse, Msg: fmt.Sprintf("listen on %s: address already in use", addr),
+	if fault.CodeOf(err) == fault.AddrInUse {
+		return &fault.Error{Code: fault.AddrInUse, Msg: fmt.Sprintf("listen on %s: address already in use", addr),
 			Hint: fmt.Sprintf("another server is listening on %s: stop it or use -p", addr)}
 	}
 	if err != nil {
@@ -539,7 +537,7 @@ func runServer(cmd *cobra.Command, f *serverFlags, ready *daemon.Reporter, stdou
 	default:
 	}
 	if idled {
-		return &perf.Error{Code: perf.CodeTimeout, Msg: fmt.Sprintf("no test came within --idle-timeout %v", f.idleTimeout),
+		return &fault.Error{Code: fault.Timeout, Msg: fmt.Sprintf("no test came within --idle-timeout %v", f.idleTimeout),
 			Hint: "start the client sooner, or give a longer --idle-timeout"}
 	}
 	return nil // stopped (a signal) before its test came

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -451,7 +452,7 @@ func terminalWidth(w io.Writer) int {
 // fail ends a JSON-lines output with the error.
 func (p *presenter) fail(err error) {
 	if p.stream != nil {
-		_ = p.stream.Fail(string(perf.CodeOf(err)), err.Error(), perf.HintOf(err))
+		_ = p.stream.Fail(string(fault.CodeOf(err)), err.Error(), fault.HintOf(err))
 	}
 }
 
@@ -514,11 +515,11 @@ func endedEarly(run *model.Run) error {
 		if run.Config.Bytes == 0 {
 			return nil
 		}
-		return &perf.Error{Code: perf.CodeLimit, Msg: "the server stopped the test at its duration limit before the byte count was sent; the results so far are printed",
+		return &fault.Error{Code: fault.Limit, Msg: "the server stopped the test at its duration limit before the byte count was sent; the results so far are printed",
 			Hint: "ask for fewer bytes (-n, -k), or use a server with a longer --max-duration"}
 	}
 	// server-shutdown, or a reason a newer server gives.
-	return &perf.Error{Code: perf.CodeAborted, Msg: fmt.Sprintf("the server ended the test early (%s); the results so far are printed", run.Ended),
+	return &fault.Error{Code: fault.Aborted, Msg: fmt.Sprintf("the server ended the test early (%s); the results so far are printed", run.Ended),
 		Hint: "run again when the server is back"}
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/token"
 )
 
@@ -162,7 +162,7 @@ func newTokenVerifyCmd(stdout io.Writer) *cobra.Command {
 			v := &token.Verifier{Keys: []*token.Key{k}, Audience: audience, Issuer: issuer}
 			c, err := v.Verify(strings.TrimSpace(args[0]), time.Now())
 			if err != nil {
-				return &perf.Error{Code: perf.CodeDenied, Msg: err.Error(), Hint: "issue a new token, or check --key, --audience and --issuer"}
+				return &fault.Error{Code: fault.Denied, Msg: err.Error(), Hint: "issue a new token, or check --key, --audience and --issuer"}
 			}
 			fmt.Fprintf(stdout, "valid: subject %q, audience %q, issuer %q, expires %s\n", c.Subject, strings.Join(c.Audience, ","), c.Issuer, c.Expiry.UTC().Format(time.RFC3339))
 			return nil

@@ -29,7 +29,7 @@ type Status struct {
 // tells it to drain.
 func Handler(status func() Status, lameDuck func()) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /healthz", Healthz(status))
+	mux.Handle("GET /healthz", healthz(status))
 	mux.HandleFunc("POST /lameduck", func(w http.ResponseWriter, r *http.Request) {
 		// Anyone who reaches the health port may read it; only the host
 		// itself may take the server out of service.
@@ -53,10 +53,17 @@ func fromLoopback(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Healthz serves GET /healthz alone: the part of the endpoint anyone may
-// reach, also on a server's public port (lame duck stays on the
-// operator's listener).
-func Healthz(status func() Status) http.Handler {
+// Public serves GET /healthz alone, the part of the endpoint anyone may
+// reach: on a server's public port, where lame duck must not be (a page
+// in a browser on the server's host could post to it).
+func Public(status func() Status) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", healthz(status))
+	return mux
+}
+
+// healthz reports the server's status.
+func healthz(status func() Status) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := status()
 		doc := struct {

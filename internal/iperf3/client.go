@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 )
@@ -50,7 +51,7 @@ func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig
 			select {
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():
-				return nil, &perf.Error{Code: perf.CodeAborted, Msg: "interrupted while connecting to " + addr, Err: ctx.Err()}
+				return nil, &fault.Error{Code: fault.Aborted, Msg: "interrupted while connecting to " + addr, Err: ctx.Err()}
 			}
 		}
 		run, err = c.Run(ctx, addr, cfg)
@@ -60,7 +61,7 @@ func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig
 		if run != nil || err == nil {
 			break
 		}
-		if code := perf.CodeOf(err); code != perf.CodeBusy && code != perf.CodeAborted && code != perf.CodeProtocol && code != perf.CodeRefused {
+		if code := fault.CodeOf(err); code != fault.Busy && code != fault.Aborted && code != fault.Protocol && code != fault.Refused {
 			break
 		}
 	}
@@ -74,15 +75,15 @@ func (c *Client) check(cfg *model.TestConfig) error {
 	}
 	switch {
 	case cfg.Bytes > 0 && (cfg.Reverse || cfg.Bidir) && cfg.IsUDP():
-		return errorf(perf.CodeBadConfig, "use -t with -u -R or -u --bidir against iperf3 servers", "against an iperf3 server, a UDP test this client receives cannot end on -n or -k yet")
+		return fault.Errorf(fault.BadConfig, "use -t with -u -R or -u --bidir against iperf3 servers", "against an iperf3 server, a UDP test this client receives cannot end on -n or -k yet")
 	case c.Blocks > 0 && model.Bytes(c.Blocks)*cfg.Length != cfg.Bytes:
-		return errorf(perf.CodeBadConfig, "", "a block count of %d blocks of %d B is not the %d B to send", c.Blocks, cfg.Length, cfg.Bytes)
+		return fault.Errorf(fault.BadConfig, "", "a block count of %d blocks of %d B is not the %d B to send", c.Blocks, cfg.Length, cfg.Bytes)
 	case cfg.Duration%time.Second != 0 || cfg.Omit%time.Second != 0:
-		return errorf(perf.CodeBadConfig, "use whole seconds for -t and -O", "iperf3 takes -t and -O in whole seconds")
+		return fault.Errorf(fault.BadConfig, "use whole seconds for -t and -O", "iperf3 takes -t and -O in whole seconds")
 	case cfg.Length > model.MiB:
-		return errorf(perf.CodeBadConfig, "use -l up to 1M", "iperf3 servers take writes up to 1 MiB")
+		return fault.Errorf(fault.BadConfig, "use -l up to 1M", "iperf3 servers take writes up to 1 MiB")
 	case cfg.ReadRate > 0:
-		return errorf(perf.CodeBadConfig, "drop --read-rate", "--read-rate needs a tcpscope server")
+		return fault.Errorf(fault.BadConfig, "drop --read-rate", "--read-rate needs a tcpscope server")
 	}
 	return nil
 }
@@ -169,19 +170,19 @@ func (t *clientTest) handshake(ctx context.Context) error {
 	t.cookie = newCookie()
 	t.run.Cookie = string(t.cookie[:cookieLen-1])
 	if _, err := cc.Write(t.cookie); err != nil {
-		return &perf.Error{Code: perf.CodeAborted, Msg: "send cookie", Err: err}
+		return &fault.Error{Code: fault.Aborted, Msg: "send cookie", Err: err}
 	}
 	// The first answer within what is left of --connect-timeout.
 	if err := t.k.expect(stateParamExchange, t.c.Native.AnswerWait(began)); err != nil {
 		err = wrapHandshake(err, t.addr)
-		if t.c.Native.ConnectTimeout > 0 && perf.CodeOf(err) == perf.CodeTimeout {
-			err = errorf(perf.CodeTimeout, fmt.Sprintf("is %s an iperf3 server, and not busy with a stuck client? a longer --connect-timeout waits more", t.addr),
+		if t.c.Native.ConnectTimeout > 0 && fault.CodeOf(err) == fault.Timeout {
+			err = fault.Errorf(fault.Timeout, fmt.Sprintf("is %s an iperf3 server, and not busy with a stuck client? a longer --connect-timeout waits more", t.addr),
 				"no answer from %s within the connect timeout of %v", t.addr, t.c.Native.ConnectTimeout)
 		}
 		return err
 	}
 	if err := t.k.sendJSON(t.c.params(&t.cfg)); err != nil {
-		return &perf.Error{Code: perf.CodeAborted, Msg: "send parameters", Err: err}
+		return &fault.Error{Code: fault.Aborted, Msg: "send parameters", Err: err}
 	}
 	if err := t.k.expect(stateCreateStreams, perf.HandshakeTimeout); err != nil {
 		return wrapHandshake(err, t.addr)
@@ -244,7 +245,7 @@ func (t *clientTest) openStreams(ctx context.Context) error {
 			_ = tc.SetNoDelay(cfg.NoDelay)
 			if _, err := tc.Write(t.cookie); err != nil {
 				t.streams = append(t.streams, s)
-				return &perf.Error{Code: perf.CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
+				return &fault.Error{Code: fault.Aborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
 			}
 		}
 		t.streams = append(t.streams, s)
@@ -266,7 +267,7 @@ func (t *clientTest) start(ctx context.Context) error {
 	// the streams are set going, a millisecond or two later.
 	t.running = time.Now()
 	if !t.stopWatch() {
-		return &perf.Error{Code: perf.CodeAborted, Msg: "interrupted before the test started", Err: ctx.Err()}
+		return &fault.Error{Code: fault.Aborted, Msg: "interrupted before the test started", Err: ctx.Err()}
 	}
 	for i := range t.run.Streams {
 		setup, err := t.streams[i].Setup(t.cfg.TOS != 0)
@@ -527,12 +528,12 @@ func (t *clientTest) swapResults(server *results) error {
 				}
 				return t.k.recvJSON(server, maxResults, perf.FinishGrace)
 			case stateAccessDenied, stateServerTerminate:
-				return errorf(perf.CodeAborted, "", "the iperf3 server ended the test (state %d)", int8(s))
+				return fault.Errorf(fault.Aborted, "", "the iperf3 server ended the test (state %d)", int8(s))
 			}
 		case err := <-t.ctlErr:
 			return err
 		case <-time.After(perf.FinishGrace):
-			return errorf(perf.CodeTimeout, "", "the iperf3 server sent no results")
+			return fault.Errorf(fault.Timeout, "", "the iperf3 server sent no results")
 		}
 	}
 }
@@ -569,13 +570,8 @@ func (t *clientTest) finish(runErr, resErr error) (*model.Run, error) {
 		return run, nil
 	}
 	run.Ended = "aborted"
-	if perf.CodeOf(err) == "" {
-		err = &perf.Error{Code: perf.CodeAborted, Msg: "iperf3 test broke off", Err: err}
+	if fault.CodeOf(err) == "" {
+		err = &fault.Error{Code: fault.Aborted, Msg: "iperf3 test broke off", Err: err}
 	}
 	return run, err
-}
-
-// errorf is a coded perf.Error.
-func errorf(code perf.Code, hint string, format string, args ...any) *perf.Error {
-	return &perf.Error{Code: code, Msg: fmt.Sprintf(format, args...), Hint: hint}
 }

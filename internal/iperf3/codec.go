@@ -11,6 +11,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -130,7 +131,7 @@ func serverError(ierrno, errno int32) error {
 	case 37, 160:
 		msg = "iperf3 server refused the test's duration (--server-max-duration)"
 	}
-	return &perf.Error{Code: perf.CodeAborted, Msg: msg, Hint: "see the iperf3 server's output"}
+	return &fault.Error{Code: fault.Aborted, Msg: msg, Hint: "see the iperf3 server's output"}
 }
 
 // ctlConn is the client's side of an iperf3 control connection.
@@ -166,11 +167,11 @@ func (k *ctlConn) expect(want byte, timeout time.Duration) error {
 	case s == want:
 		return nil
 	case s == stateAccessDenied:
-		return errorf(perf.CodeBusy, "iperf3 servers run one test at a time; try again, or use tcpscope server", "the iperf3 server is busy")
+		return fault.Errorf(fault.Busy, "iperf3 servers run one test at a time; try again, or use tcpscope server", "the iperf3 server is busy")
 	case s == stateServerTerminate:
-		return errorf(perf.CodeShutdown, "", "the iperf3 server was stopped")
+		return fault.Errorf(fault.Shutdown, "", "the iperf3 server was stopped")
 	}
-	return errorf(perf.CodeProtocol, "is it an iperf3 server?", "iperf3 server sent state %d, expected %d", int8(s), want)
+	return fault.Errorf(fault.Protocol, "is it an iperf3 server?", "iperf3 server sent state %d, expected %d", int8(s), want)
 }
 
 func (k *ctlConn) sendJSON(v any) error {
@@ -195,14 +196,14 @@ func (k *ctlConn) recvJSON(v any, max uint32, timeout time.Duration) error {
 	}
 	l := binary.BigEndian.Uint32(n[:])
 	if l > max {
-		return errorf(perf.CodeProtocol, "", "iperf3 message of %d bytes, at most %d", l, max)
+		return fault.Errorf(fault.Protocol, "", "iperf3 message of %d bytes, at most %d", l, max)
 	}
 	b := make([]byte, l)
 	if _, err := io.ReadFull(k.c, b); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return &perf.Error{Code: perf.CodeProtocol, Msg: "iperf3 message is not JSON", Err: err}
+		return &fault.Error{Code: fault.Protocol, Msg: "iperf3 message is not JSON", Err: err}
 	}
 	return nil
 }
@@ -211,14 +212,14 @@ func (k *ctlConn) recvJSON(v any, max uint32, timeout time.Duration) error {
 func wrapHandshake(err error, addr string) error {
 	var ne net.Error
 	switch {
-	case perf.CodeOf(err) != "":
+	case fault.CodeOf(err) != "":
 		return err
 	case errors.As(err, &ne) && ne.Timeout():
-		return errorf(perf.CodeTimeout, "is "+addr+" an iperf3 server?", "no answer from %s", addr)
+		return fault.Errorf(fault.Timeout, "is "+addr+" an iperf3 server?", "no answer from %s", addr)
 	case errors.Is(err, io.EOF):
-		return errorf(perf.CodeProtocol, "is "+addr+" an iperf3 server?", "%s closed the connection", addr)
+		return fault.Errorf(fault.Protocol, "is "+addr+" an iperf3 server?", "%s closed the connection", addr)
 	}
-	return &perf.Error{Code: perf.CodeAborted, Msg: "iperf3 control connection", Err: err}
+	return &fault.Error{Code: fault.Aborted, Msg: "iperf3 control connection", Err: err}
 }
 
 // resultsOf is the results message of one end, client or server: per
@@ -455,7 +456,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		{"blockcount × len", p.BlockCount * max(p.Len, 1), 1 << 53},
 	} {
 		if !(v.v >= 0 && v.v <= v.max) { // NaN fails both
-			return model.TestConfig{}, errorf(perf.CodeBadConfig, "check the client's options", "iperf3 parameter %s = %g out of range 0 to %g", v.name, v.v, v.max)
+			return model.TestConfig{}, fault.Errorf(fault.BadConfig, "check the client's options", "iperf3 parameter %s = %g out of range 0 to %g", v.name, v.v, v.max)
 		}
 	}
 	cfg := model.TestConfig{
@@ -469,7 +470,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		// A CPU number as the kernel counts them (perf checks the same
 		// range of a native client's -A).
 		if !(*a >= 0 && *a <= 1023) || *a != math.Trunc(*a) {
-			return model.TestConfig{}, errorf(perf.CodeBadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "iperf3 parameter server_affinity = %g is no CPU number from 0 to 1023", *a)
+			return model.TestConfig{}, fault.Errorf(fault.BadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "iperf3 parameter server_affinity = %g is no CPU number from 0 to 1023", *a)
 		}
 		cpu := int(*a)
 		cfg.ServerCPU = &cpu
@@ -529,17 +530,17 @@ func errnosFor(err error, clientVersion string, cfg *model.TestConfig, cl *limit
 	switch {
 	case errors.Is(err, errUnsupported):
 		return ierrProtocol, 0
-	case perf.CodeOf(err) == perf.CodeDenied:
+	case fault.CodeOf(err) == fault.Denied:
 		// "unable to create a new test: Permission denied".
 		return ierrNewTest, errnoAccess
-	case perf.CodeOf(err) == perf.CodeLimit && span(cfg) > cl.MaxDuration && minorVersion(clientVersion) >= 20:
+	case fault.CodeOf(err) == fault.Limit && span(cfg) > cl.MaxDuration && minorVersion(clientVersion) >= 20:
 		return ierrDuration, 0
-	case perf.CodeOf(err) == perf.CodeLimit && span(cfg) <= cl.MaxDuration && len(cfg.Directions()) <= cl.MaxStreams:
+	case fault.CodeOf(err) == fault.Limit && span(cfg) <= cl.MaxDuration && len(cfg.Directions()) <= cl.MaxStreams:
 		// Over the class's rate cap: "total required bandwidth is
 		// larger than server limit", as from iperf3's own
 		// --server-bitrate-limit.
 		return ierrTotalRate, 0
-	case perf.CodeOf(err) == perf.CodeLimit:
+	case fault.CodeOf(err) == fault.Limit:
 		// Over one of the server's limits: "unable to create a new test:
 		// Numerical result out of range". iperf3's own messages for a
 		// duration or a stream count name iperf3's maxima (86400 s,

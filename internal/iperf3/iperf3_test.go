@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/limits"
@@ -186,7 +187,7 @@ func TestIperf3Server(t *testing.T) {
 func TestIperf3Refusals(t *testing.T) {
 	c := &iperf3.Client{Native: &perf.Client{}}
 	for _, cfg := range []model.TestConfig{{Bytes: 1 << 20, Reverse: true, Protocol: model.UDP}, {Duration: 1500 * time.Millisecond}, {Duration: time.Second, ReadRate: 1e6}} {
-		if _, err := c.Run(context.Background(), "127.0.0.1:1", cfg); perf.CodeOf(err) != perf.CodeBadConfig {
+		if _, err := c.Run(context.Background(), "127.0.0.1:1", cfg); fault.CodeOf(err) != fault.BadConfig {
 			t.Errorf("%+v: %v, want a bad-config error", cfg, err)
 		}
 	}

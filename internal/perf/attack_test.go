@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
@@ -158,7 +159,7 @@ func TestOverflowingDurationRefused(t *testing.T) {
 		{Duration: math.MaxInt64},
 	} {
 		m := rawHello(t, addr, hello{Protocol: ProtocolVersion, Config: cfg})
-		if m.Type != msgError || (m.Error.Code != CodeBadConfig && m.Error.Code != CodeLimit) {
+		if m.Type != msgError || (m.Error.Code != fault.BadConfig && m.Error.Code != fault.Limit) {
 			t.Errorf("-O %d ns -t %d ns: got %+v, want a refusal", int64(cfg.Omit), int64(cfg.Duration), m)
 		}
 	}
@@ -223,8 +224,8 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := s.recv()
-	if m.Type != msgError || m.Error.Code != CodeUnverified {
-		t.Errorf("start with a token never received: got %+v, want a refusal (%s)", m, CodeUnverified)
+	if m.Type != msgError || m.Error.Code != fault.Unverified {
+		t.Errorf("start with a token never received: got %+v, want a refusal (%s)", m, fault.Unverified)
 	}
 	select {
 	case rec := <-records:

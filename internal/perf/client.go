@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
@@ -78,7 +79,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		open = c.openUDPStreams
 	}
 	if len(w.StreamKeys) != len(cfg.Directions()) {
-		return nil, errorf(CodeProtocol, "use the same tcpscope release on both ends", "the server's welcome has %d stream keys for %d streams", len(w.StreamKeys), len(cfg.Directions()))
+		return nil, fault.Errorf(fault.Protocol, "use the same tcpscope release on both ends", "the server's welcome has %d stream keys for %d streams", len(w.StreamKeys), len(cfg.Directions()))
 	}
 	streams, err := open(ctx, addr, &cfg, w.StreamKeys, run)
 	defer func() {
@@ -90,7 +91,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 		return nil, err
 	}
 	if err := ctl.send(&message{Type: msgStart, Start: &start{UDPTokens: udpTokens(streams)}}); err != nil {
-		return nil, &Error{Code: CodeAborted, Msg: "send start", Err: err}
+		return nil, &fault.Error{Code: fault.Aborted, Msg: "send start", Err: err}
 	}
 	m, err := c.expect(ctl, msgStarted, addr)
 	if err != nil {
@@ -185,14 +186,14 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	}
 	m, err := c.expectWithin(ctl, msgWelcome, addr, c.AnswerWait(began))
 	if err != nil {
-		if c.ConnectTimeout > 0 && CodeOf(err) == CodeTimeout {
-			err = errorf(CodeTimeout, fmt.Sprintf("is %s a tcpscope or iperf3 server, and not overloaded? a longer --connect-timeout waits more", addr),
+		if c.ConnectTimeout > 0 && fault.CodeOf(err) == fault.Timeout {
+			err = fault.Errorf(fault.Timeout, fmt.Sprintf("is %s a tcpscope or iperf3 server, and not overloaded? a longer --connect-timeout waits more", addr),
 				"no answer from %s within the connect timeout of %v", addr, c.ConnectTimeout)
 		}
 		return fail(err)
 	}
 	if m.Welcome.Protocol != ProtocolVersion {
-		return fail(errorf(CodeVersion, "use the same tcpscope release on both ends",
+		return fail(fault.Errorf(fault.Version, "use the same tcpscope release on both ends",
 			"server %s speaks protocol %d, this client %d", m.Welcome.Version, m.Welcome.Protocol, ProtocolVersion))
 	}
 	return conn, ctl, m.Welcome, nil
@@ -204,10 +205,10 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 // connections not yet in a test.
 func helloFailed(err error, addr string) error {
 	if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
-		return &Error{Code: CodeProtocol, Msg: addr + " closed the connection at hello", Err: err,
+		return &fault.Error{Code: fault.Protocol, Msg: addr + " closed the connection at hello", Err: err,
 			Hint: "is " + addr + " a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again"}
 	}
-	return &Error{Code: CodeAborted, Msg: "send hello to " + addr, Err: err,
+	return &fault.Error{Code: fault.Aborted, Msg: "send hello to " + addr, Err: err,
 		Hint: "the connection failed as it opened; run again, and check the path to " + addr}
 }
 
@@ -231,7 +232,7 @@ func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string, w
 		if errors.As(err, &ce) || strings.Contains(err.Error(), "pin") {
 			hint = "check the server's name and certificate, or pin it with --tls-pin; the server prints its pin at start"
 		}
-		return nil, &Error{Code: CodeTLS, Msg: "TLS with " + addr, Hint: hint, Err: err}
+		return nil, &fault.Error{Code: fault.TLS, Msg: "TLS with " + addr, Hint: hint, Err: err}
 	}
 	return tc, nil
 }
@@ -252,7 +253,7 @@ func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestCo
 		streams = append(streams, &Stream{id: i, role: role, conn: tc})
 		_ = tc.SetNoDelay(cfg.NoDelay)
 		if _, err := tc.Write(dataPreamble(keys[i], i)); err != nil {
-			return streams, &Error{Code: CodeAborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
+			return streams, &fault.Error{Code: fault.Aborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
 		}
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: tc.LocalAddr().String()})
 	}
@@ -313,7 +314,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 				setEnded(m.Stop.Reason)
 				e.stop()
 			case msgError:
-				ctlErr <- &Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
+				ctlErr <- &fault.Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
 				cancel()
 				return
 			case msgDone:
@@ -347,7 +348,7 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 		}
 	case <-time.After(wait):
 		if runErr == nil {
-			runErr = errorf(CodeTimeout, "the server may be overloaded", "server did not send its results")
+			runErr = fault.Errorf(fault.Timeout, "the server may be overloaded", "server did not send its results")
 		}
 	}
 	remoteMu.Lock()
@@ -367,8 +368,8 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	run.Summary = model.Summarize(run)
 	if runErr != nil {
 		run.Ended = "aborted"
-		if CodeOf(runErr) == "" {
-			runErr = &Error{Code: CodeAborted, Msg: "test broke off", Hint: "the server or the path failed mid-test; see the server's log", Err: runErr}
+		if fault.CodeOf(runErr) == "" {
+			runErr = &fault.Error{Code: fault.Aborted, Msg: "test broke off", Hint: "the server or the path failed mid-test; see the server's log", Err: runErr}
 		}
 		return run, runErr
 	}
@@ -439,19 +440,19 @@ func (c *Client) expectWithin(ctl *ctrl, want, addr string, wait time.Duration) 
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
-			return nil, errorf(CodeTimeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
+			return nil, fault.Errorf(fault.Timeout, "is "+addr+" a tcpscope server?", "no answer from %s", addr)
 		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
-			return nil, errorf(CodeProtocol, "is "+addr+" a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again", "%s closed the connection", addr)
+			return nil, fault.Errorf(fault.Protocol, "is "+addr+" a tcpscope server? One over its --max-pending limits for your address closes at once too: wait and run again", "%s closed the connection", addr)
 		case errors.Is(err, errProtocol):
-			return nil, &Error{Code: CodeProtocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it a tcpscope or iperf3 server?", Err: err}
+			return nil, &fault.Error{Code: fault.Protocol, Msg: addr + " does not speak tcpscope's protocol", Hint: "is it a tcpscope or iperf3 server?", Err: err}
 		}
-		return nil, &Error{Code: CodeAborted, Msg: "control connection", Err: err}
+		return nil, &fault.Error{Code: fault.Aborted, Msg: "control connection", Err: err}
 	}
 	if m.Type == msgError {
-		return nil, &Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
+		return nil, &fault.Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
 	}
 	if m.Type != want {
-		return nil, errorf(CodeProtocol, "", "expected %s from the server, got %s", want, m.Type)
+		return nil, fault.Errorf(fault.Protocol, "", "expected %s from the server, got %s", want, m.Type)
 	}
 	return m, nil
 }
@@ -467,26 +468,26 @@ func classifyDial(err error, addr string) error {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
-		return &Error{Code: CodeAborted, Msg: "interrupted while connecting to " + addr, Err: err}
+		return &fault.Error{Code: fault.Aborted, Msg: "interrupted while connecting to " + addr, Err: err}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return &Error{Code: CodeRefused, Msg: "connection refused by " + addr,
+		return &fault.Error{Code: fault.Refused, Msg: "connection refused by " + addr,
 			Hint: "is `tcpscope server` running there, on that port?"}
 	case errors.Is(err, syscall.ECONNRESET):
 		// A listener closed with our connection still in its queue: the
 		// server is restarting or re-creating its socket.
-		return &Error{Code: CodeRefused, Msg: "connection reset by " + addr + " while connecting",
+		return &fault.Error{Code: fault.Refused, Msg: "connection reset by " + addr + " while connecting",
 			Hint: "the server may be restarting; try again in a moment", Err: err}
 	case errors.As(err, &dnsErr):
-		return &Error{Code: CodeUnreachable, Msg: "cannot resolve " + addr, Hint: "check the host name", Err: err}
+		return &fault.Error{Code: fault.Unreachable, Msg: "cannot resolve " + addr, Hint: "check the host name", Err: err}
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EADDRNOTAVAIL):
-		return &Error{Code: CodeUnreachable, Msg: addr + " is unreachable", Hint: "check the address, --bind and the routes", Err: err}
+		return &fault.Error{Code: fault.Unreachable, Msg: addr + " is unreachable", Hint: "check the address, --bind and the routes", Err: err}
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return &Error{Code: CodeTimeout, Msg: "timed out connecting to " + addr,
+		return &fault.Error{Code: fault.Timeout, Msg: "timed out connecting to " + addr,
 			Hint: "a firewall may be dropping packets to that port"}
 	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOPROTOOPT):
-		return &Error{Code: CodeSocket, Msg: "socket option refused", Hint: socketHint(), Err: err}
+		return &fault.Error{Code: fault.Socket, Msg: "socket option refused", Hint: socketHint(), Err: err}
 	}
-	return &Error{Code: CodeUnreachable, Msg: "cannot connect to " + addr, Err: err}
+	return &fault.Error{Code: fault.Unreachable, Msg: "cannot connect to " + addr, Err: err}
 }
 
 func socketHint() string {

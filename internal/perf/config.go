@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -102,7 +103,7 @@ func Normalize(c *model.TestConfig) error {
 		c.Protocol = model.TCP
 	}
 	if c.Protocol != model.TCP && c.Protocol != model.UDP {
-		return errorf(CodeBadConfig, "use tcp or udp", "protocol %q not supported", c.Protocol)
+		return fault.Errorf(fault.BadConfig, "use tcp or udp", "protocol %q not supported", c.Protocol)
 	}
 	if c.Parallel == 0 {
 		c.Parallel = 1
@@ -116,11 +117,11 @@ func Normalize(c *model.TestConfig) error {
 	if c.IsUDP() {
 		switch {
 		case c.Length < MinUDPLength || c.Length > MaxUDPLength:
-			return errorf(CodeBadConfig, fmt.Sprintf("use -l between %d and %d bytes for UDP", MinUDPLength, MaxUDPLength), "datagram length %d B out of range", c.Length)
+			return fault.Errorf(fault.BadConfig, fmt.Sprintf("use -l between %d and %d bytes for UDP", MinUDPLength, MaxUDPLength), "datagram length %d B out of range", c.Length)
 		case c.Congestion != "" || c.MSS != 0 || c.NoDelay || c.ZeroCopy || c.SkipRxCopy:
-			return errorf(CodeBadConfig, "drop -C, -M, -N, -Z and --skip-rx-copy with -u", "congestion control, MSS, no-delay, zero-copy sending and skip-rx-copy are TCP options")
+			return fault.Errorf(fault.BadConfig, "drop -C, -M, -N, -Z and --skip-rx-copy with -u", "congestion control, MSS, no-delay, zero-copy sending and skip-rx-copy are TCP options")
 		case c.ReadRate != 0:
-			return errorf(CodeBadConfig, "drop --read-rate with -u", "--read-rate is a TCP test (a slow reader closes the window)")
+			return fault.Errorf(fault.BadConfig, "drop --read-rate with -u", "--read-rate is a TCP test (a slow reader closes the window)")
 		}
 	}
 	if c.Interval == 0 {
@@ -131,39 +132,39 @@ func Normalize(c *model.TestConfig) error {
 	}
 	switch {
 	case c.Parallel < 1 || c.Parallel > MaxParallel:
-		return errorf(CodeBadConfig, fmt.Sprintf("use -P between 1 and %d", MaxParallel), "parallel streams %d out of range", c.Parallel)
+		return fault.Errorf(fault.BadConfig, fmt.Sprintf("use -P between 1 and %d", MaxParallel), "parallel streams %d out of range", c.Parallel)
 	case c.Duration < 0 || c.Bytes < 0:
-		return errorf(CodeBadConfig, "durations and byte counts must be positive", "negative duration or byte count")
+		return fault.Errorf(fault.BadConfig, "durations and byte counts must be positive", "negative duration or byte count")
 	case c.Duration > MaxTestDuration || c.Omit > MaxTestDuration:
-		return errorf(CodeBadConfig, "use -t and -O of at most 24 hours", "duration %v or omit %v over 24 hours", c.Duration, c.Omit)
+		return fault.Errorf(fault.BadConfig, "use -t and -O of at most 24 hours", "duration %v or omit %v over 24 hours", c.Duration, c.Omit)
 	case c.Interval > MaxTestDuration:
-		return errorf(CodeBadConfig, "use -i of at most 24 hours", "interval %v over 24 hours", c.Interval)
+		return fault.Errorf(fault.BadConfig, "use -i of at most 24 hours", "interval %v over 24 hours", c.Interval)
 	case c.Duration > 0 && c.Bytes > 0:
-		return errorf(CodeBadConfig, "use either -t or -n", "both a duration and a byte count given")
+		return fault.Errorf(fault.BadConfig, "use either -t or -n", "both a duration and a byte count given")
 	case c.Length < 1 || c.Length > maxLength:
-		return errorf(CodeBadConfig, "use -l between 1 B and 4 MiB", "write length %d B out of range", c.Length)
+		return fault.Errorf(fault.BadConfig, "use -l between 1 B and 4 MiB", "write length %d B out of range", c.Length)
 	case c.Window < 0 || c.Window > maxWindow:
-		return errorf(CodeBadConfig, "use -w up to 1 GiB", "window %d B out of range", c.Window)
+		return fault.Errorf(fault.BadConfig, "use -w up to 1 GiB", "window %d B out of range", c.Window)
 	case c.Interval < MinInterval:
-		return errorf(CodeBadConfig, "use -i 10ms or more", "interval %v below the 10 ms minimum", c.Interval)
+		return fault.Errorf(fault.BadConfig, "use -i 10ms or more", "interval %v below the 10 ms minimum", c.Interval)
 	case c.Omit < 0:
-		return errorf(CodeBadConfig, "use -O with a positive duration", "negative omit %v", c.Omit)
+		return fault.Errorf(fault.BadConfig, "use -O with a positive duration", "negative omit %v", c.Omit)
 	case c.Reverse && c.Bidir:
-		return errorf(CodeBadConfig, "--bidir already sends both ways", "-R and --bidir together")
+		return fault.Errorf(fault.BadConfig, "--bidir already sends both ways", "-R and --bidir together")
 	case c.ClientCPU != nil && (*c.ClientCPU < 0 || *c.ClientCPU > 1023), c.ServerCPU != nil && (*c.ServerCPU < 0 || *c.ServerCPU > 1023):
-		return errorf(CodeBadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "CPU number out of range 0 to 1023")
+		return fault.Errorf(fault.BadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "CPU number out of range 0 to 1023")
 	case c.TOS < 0 || c.TOS > 255:
-		return errorf(CodeBadConfig, "use -S between 0 and 255 (--dscp between 0 and 63)", "type of service %d out of range", c.TOS)
+		return fault.Errorf(fault.BadConfig, "use -S between 0 and 255 (--dscp between 0 and 63)", "type of service %d out of range", c.TOS)
 	case c.MSS < 0 || (c.MSS > 0 && (c.MSS < 88 || c.MSS > 65535)):
-		return errorf(CodeBadConfig, "use -M between 88 and 65535 bytes", "MSS %d out of range", c.MSS)
+		return fault.Errorf(fault.BadConfig, "use -M between 88 and 65535 bytes", "MSS %d out of range", c.MSS)
 	case c.FQRate < 0:
-		return errorf(CodeBadConfig, "use a positive pacing rate", "negative pacing rate")
+		return fault.Errorf(fault.BadConfig, "use a positive pacing rate", "negative pacing rate")
 	case c.Bitrate > model.MaxBitrate || c.FQRate > model.MaxBitrate || c.ReadRate > model.MaxBitrate:
-		return errorf(CodeBadConfig, "rates go up to 1 Pbit/s; -b 0 is as fast as possible", "a rate over 1 Pbit/s")
+		return fault.Errorf(fault.BadConfig, "rates go up to 1 Pbit/s; -b 0 is as fast as possible", "a rate over 1 Pbit/s")
 	case c.Bitrate < 0 || (c.Bitrate > 0 && c.Bitrate < minReadRate):
-		return errorf(CodeBadConfig, "use -b of 8 kbit/s or more", "bitrate %v out of range", c.Bitrate)
+		return fault.Errorf(fault.BadConfig, "use -b of 8 kbit/s or more", "bitrate %v out of range", c.Bitrate)
 	case c.ReadRate < 0 || (c.ReadRate > 0 && c.ReadRate < minReadRate):
-		return errorf(CodeBadConfig, "use --read-rate of 8 kbit/s or more", "read rate %v out of range", c.ReadRate)
+		return fault.Errorf(fault.BadConfig, "use --read-rate of 8 kbit/s or more", "read rate %v out of range", c.ReadRate)
 	}
 	return nil
 }
@@ -195,14 +196,14 @@ func checkLimits(c *model.TestConfig, cl *limits.Class, foreign limits.Protocols
 		if foreign != 0 {
 			what += " from " + foreign.String() + " clients"
 		}
-		return errorf(CodeDenied, fmt.Sprintf("this server allows %s from your address", cl.Protocols), "%s not allowed from your address", what)
+		return fault.Errorf(fault.Denied, fmt.Sprintf("this server allows %s from your address", cl.Protocols), "%s not allowed from your address", what)
 	}
 	streams := len(c.Directions())
 	if streams > cl.MaxStreams {
-		return errorf(CodeLimit, fmt.Sprintf("ask for at most %d streams", cl.MaxStreams), "%d streams over the server's limit of %d", streams, cl.MaxStreams)
+		return fault.Errorf(fault.Limit, fmt.Sprintf("ask for at most %d streams", cl.MaxStreams), "%d streams over the server's limit of %d", streams, cl.MaxStreams)
 	}
 	if d := span(c); d > cl.MaxDuration {
-		return errorf(CodeLimit, fmt.Sprintf("ask for at most %v", cl.MaxDuration), "duration %v over the server's limit of %v", d, cl.MaxDuration)
+		return fault.Errorf(fault.Limit, fmt.Sprintf("ask for at most %v", cl.MaxDuration), "duration %v over the server's limit of %v", d, cl.MaxDuration)
 	}
 	capRate, over := overRate(c, cl)
 	if !over {
@@ -210,10 +211,10 @@ func checkLimits(c *model.TestConfig, cl *limits.Class, foreign limits.Protocols
 	}
 	perStream := capRate / model.Bitrate(streams)
 	if c.Bitrate == 0 {
-		return errorf(CodeLimit, fmt.Sprintf("ask for -b %v or less per stream", perStream),
+		return fault.Errorf(fault.Limit, fmt.Sprintf("ask for -b %v or less per stream", perStream),
 			"-b 0 (as fast as possible) over the server's UDP cap of %v per test", capRate)
 	}
-	return errorf(CodeLimit, fmt.Sprintf("ask for -b %v or less per stream with %d streams", perStream, streams),
+	return fault.Errorf(fault.Limit, fmt.Sprintf("ask for -b %v or less per stream with %d streams", perStream, streams),
 		"-b %v per stream, %v in all, over the server's cap of %v per test", c.Bitrate, c.Bitrate*model.Bitrate(streams), capRate)
 }
 

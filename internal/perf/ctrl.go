@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
@@ -63,7 +64,7 @@ func (c *ctrl) recv(d time.Duration) (*message, error) {
 	return readMessage(c.r, c.limit)
 }
 
-func (c *ctrl) sendError(code Code, msg, hint string) {
+func (c *ctrl) sendError(code fault.Code, msg, hint string) {
 	_ = c.send(&message{Type: msgError, Error: &wireError{Code: code, Message: msg, Hint: hint}})
 }
 
@@ -140,7 +141,7 @@ func wrapSocket(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	return &Error{Code: CodeSocket, Msg: what, Err: err}
+	return &fault.Error{Code: fault.Socket, Msg: what, Err: err}
 }
 
 func fmtStreams(n int) string {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
 	"github.com/tcpscope/tcpscope/internal/lab/experiment"
@@ -101,8 +102,8 @@ func TestNetnsConnectTimeout(t *testing.T) {
 		_, err := (&perf.Client{ConnectTimeout: time.Second}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second})
 		return err
 	})
-	if perf.CodeOf(err) != perf.CodeTimeout || perf.HintOf(err) == "" {
-		t.Fatalf("got %v (code %q), want a timeout with a hint", err, perf.CodeOf(err))
+	if fault.CodeOf(err) != fault.Timeout || fault.HintOf(err) == "" {
+		t.Fatalf("got %v (code %q), want a timeout with a hint", err, fault.CodeOf(err))
 	}
 }
 
@@ -134,8 +135,8 @@ func TestNetnsPathDiesMidTest(t *testing.T) {
 		t.Error("the path was not cut: the test ended before its first interval")
 	}
 	t.Logf("ended after %v: %v", took.Round(time.Millisecond), err)
-	if err == nil || run == nil || perf.CodeOf(err) != perf.CodeAborted {
-		t.Fatalf("run %v, err %v (code %q); want the run and an aborted error", run != nil, err, perf.CodeOf(err))
+	if err == nil || run == nil || fault.CodeOf(err) != fault.Aborted {
+		t.Fatalf("run %v, err %v (code %q); want the run and an aborted error", run != nil, err, fault.CodeOf(err))
 	}
 	if took > 2*time.Second+15*time.Second {
 		t.Errorf("a dead path held the test %v", took)

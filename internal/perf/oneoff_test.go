@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -51,7 +52,7 @@ func TestOneTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if m := rawHello(t, addr, hello{Protocol: 99}); m.Type != msgError || m.Error.Code != CodeVersion {
+	if m := rawHello(t, addr, hello{Protocol: 99}); m.Type != msgError || m.Error.Code != fault.Version {
 		t.Fatalf("a client of another version: %+v, want a version error", m)
 	}
 	if m := rawHello(t, addr, hello{Protocol: ProtocolVersion, Config: model.TestConfig{Parallel: 1000}}); m.Type != msgError {
@@ -65,7 +66,7 @@ func TestOneTest(t *testing.T) {
 	}()
 	awaitRunning(t, srv, 1)
 	_, err = (&Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second})
-	if CodeOf(err) != CodeBusy {
+	if fault.CodeOf(err) != fault.Busy {
 		t.Errorf("a second client during the one test: %v, want busy", err)
 	}
 	if err := <-first; err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
@@ -368,11 +369,11 @@ func TestLimits(t *testing.T) {
 	addr, _ := serve(t, srv)
 	c := &Client{}
 	_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 10 * time.Second}))
-	if CodeOf(err) != CodeLimit || !strings.Contains(err.Error(), "limit of 5s") {
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "limit of 5s") {
 		t.Fatalf("long test: %v", err)
 	}
 	_, err = c.Run(context.Background(), addr, quick(model.TestConfig{Parallel: 3, Bidir: true}))
-	if CodeOf(err) != CodeLimit {
+	if fault.CodeOf(err) != fault.Limit {
 		t.Fatalf("6 streams over a limit of 4: %v", err)
 	}
 	first := make(chan error, 1)
@@ -382,7 +383,7 @@ func TestLimits(t *testing.T) {
 	}()
 	awaitRunning(t, srv, 1)
 	_, err = c.Run(context.Background(), addr, quick(model.TestConfig{}))
-	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "server busy (1 running, limit 1)") {
+	if fault.CodeOf(err) != fault.Busy || !strings.Contains(err.Error(), "server busy (1 running, limit 1)") {
 		t.Fatalf("second client: %v", err)
 	}
 	if err := <-first; err != nil {
@@ -395,16 +396,16 @@ func TestRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
-	if CodeOf(err) != CodeRefused || HintOf(err) == "" {
-		t.Fatalf("got %v (code %q)", err, CodeOf(err))
+	if fault.CodeOf(err) != fault.Refused || fault.HintOf(err) == "" {
+		t.Fatalf("got %v (code %q)", err, fault.CodeOf(err))
 	}
 }
 
 func TestBadCongestion(t *testing.T) {
 	addr, _ := startServer(t, Limits{})
 	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Congestion: "no-such-cc"}))
-	if CodeOf(err) != CodeSocket {
-		t.Fatalf("got %v (code %q)", err, CodeOf(err))
+	if fault.CodeOf(err) != fault.Socket {
+		t.Fatalf("got %v (code %q)", err, fault.CodeOf(err))
 	}
 }
 
@@ -431,11 +432,11 @@ func rawHello(t *testing.T, addr string, h hello) *message {
 func TestVersionMismatch(t *testing.T) {
 	addr, _ := startServer(t, Limits{})
 	m := rawHello(t, addr, hello{Protocol: 99, Config: model.TestConfig{}})
-	if m.Type != msgError || m.Error.Code != CodeVersion || m.Error.Hint == "" {
+	if m.Type != msgError || m.Error.Code != fault.Version || m.Error.Hint == "" {
 		t.Fatalf("got %+v", m)
 	}
 	m = rawHello(t, addr, hello{Protocol: ProtocolVersion, Config: model.TestConfig{Parallel: 1000}})
-	if m.Type != msgError || m.Error.Code != CodeBadConfig {
+	if m.Type != msgError || m.Error.Code != fault.BadConfig {
 		t.Fatalf("got %+v", m)
 	}
 }
@@ -612,8 +613,8 @@ func brokenServer(t *testing.T) string {
 func TestServerVanishes(t *testing.T) {
 	t.Parallel() // the server runs a while and vanishes: waits on the clock
 	run, err := (&Client{}).Run(context.Background(), brokenServer(t), quick(model.TestConfig{Duration: 3 * time.Second}))
-	if CodeOf(err) != CodeAborted {
-		t.Fatalf("got %v (code %q), want aborted", err, CodeOf(err))
+	if fault.CodeOf(err) != fault.Aborted {
+		t.Fatalf("got %v (code %q), want aborted", err, fault.CodeOf(err))
 	}
 	if run == nil || run.Ended != "aborted" || len(run.Warnings) == 0 {
 		t.Fatalf("partial run must be returned and marked: %+v", run)
@@ -733,7 +734,7 @@ func TestTotalStreamsLimit(t *testing.T) {
 	}()
 	awaitRunning(t, srv, 1)
 	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 2}))
-	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "2 streams running, limit 3") {
+	if fault.CodeOf(err) != fault.Busy || !strings.Contains(err.Error(), "2 streams running, limit 3") {
 		t.Fatalf("second client: %v", err)
 	}
 	// One more stream still fits.
@@ -812,7 +813,7 @@ func TestUDPConfig(t *testing.T) {
 		{Protocol: model.UDP, Length: 8}, {Protocol: model.UDP, Length: 70000},
 		{Protocol: model.UDP, Congestion: "cubic"}, {Protocol: model.UDP, ReadRate: 1e6}, {Protocol: "sctp"},
 	} {
-		if err := Normalize(&cfg); CodeOf(err) != CodeBadConfig {
+		if err := Normalize(&cfg); fault.CodeOf(err) != fault.BadConfig {
 			t.Errorf("%+v: %v", cfg, err)
 		}
 	}
@@ -856,7 +857,7 @@ func TestRatesOutOfRange(t *testing.T) {
 	for _, cfg := range []model.TestConfig{
 		{Bitrate: 1e99}, {FQRate: 1e16}, {ReadRate: model.MaxBitrate * 2}, {Protocol: model.UDP, Bitrate: 1e99},
 	} {
-		if err := Normalize(&cfg); CodeOf(err) != CodeBadConfig {
+		if err := Normalize(&cfg); fault.CodeOf(err) != fault.BadConfig {
 			t.Errorf("%+v: %v", cfg, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/token"
@@ -75,15 +76,15 @@ max_duration = "2s"
 `)
 	ctx := context.Background()
 	_, err := from("127.0.0.2").Run(ctx, addr, quick(model.TestConfig{Protocol: model.UDP, Bitrate: model.MbitPerSecond}))
-	if CodeOf(err) != CodeDenied || !strings.Contains(HintOf(err), "allows tcp from your address") {
-		t.Fatalf("UDP from a TCP-only class: %v (hint %q)", err, HintOf(err))
+	if fault.CodeOf(err) != fault.Denied || !strings.Contains(fault.HintOf(err), "allows tcp from your address") {
+		t.Fatalf("UDP from a TCP-only class: %v (hint %q)", err, fault.HintOf(err))
 	}
 	_, err = from("127.0.0.2").Run(ctx, addr, quick(model.TestConfig{Parallel: 3}))
-	if CodeOf(err) != CodeLimit || !strings.Contains(err.Error(), "limit of 2") {
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "limit of 2") {
 		t.Fatalf("3 streams over the class's 2: %v", err)
 	}
 	_, err = from("127.0.0.2").Run(ctx, addr, quick(model.TestConfig{Duration: 3 * time.Second}))
-	if CodeOf(err) != CodeLimit || !strings.Contains(err.Error(), "limit of 2s") {
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "limit of 2s") {
 		t.Fatalf("3 s over the class's 2 s: %v", err)
 	}
 	// Another address, in the default class, has the default's bounds.
@@ -106,7 +107,7 @@ max_tests = 1
 	s := openSessionFrom(t, addr, "127.0.0.2", model.TestConfig{Duration: 5 * time.Second})
 	_ = s
 	_, err := from("127.0.0.1").Run(context.Background(), addr, quick(model.TestConfig{}))
-	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "for your network (1 of its tests running, limit 1)") {
+	if fault.CodeOf(err) != fault.Busy || !strings.Contains(err.Error(), "for your network (1 of its tests running, limit 1)") {
 		t.Fatalf("a second test in the class: %v", err)
 	}
 	if _, err := from("127.0.0.5").Run(context.Background(), addr, quick(model.TestConfig{})); err != nil {
@@ -141,11 +142,11 @@ max_udp_rate = "50M"
 	ctx := context.Background()
 	c := &Client{}
 	_, err := c.Run(ctx, addr, quick(model.TestConfig{Bitrate: 150 * model.MbitPerSecond, Parallel: 2}))
-	if CodeOf(err) != CodeLimit || !strings.Contains(HintOf(err), "-b 100 Mbit/s or less per stream with 2 streams") {
-		t.Fatalf("-b 150M -P 2 under a 200M cap: %v (hint %q)", err, HintOf(err))
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(fault.HintOf(err), "-b 100 Mbit/s or less per stream with 2 streams") {
+		t.Fatalf("-b 150M -P 2 under a 200M cap: %v (hint %q)", err, fault.HintOf(err))
 	}
 	_, err = c.Run(ctx, addr, quick(model.TestConfig{Protocol: model.UDP}))
-	if CodeOf(err) != CodeLimit || !strings.Contains(err.Error(), "-b 0") {
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "-b 0") {
 		t.Fatalf("UDP -b 0 under a cap: %v", err)
 	}
 	if _, err := c.Run(ctx, addr, quick(model.TestConfig{Protocol: model.UDP, Bitrate: 20 * model.MbitPerSecond, Parallel: 2})); err != nil {
@@ -198,7 +199,7 @@ func TestLameDuck(t *testing.T) {
 		t.Fatalf("status %+v, want draining with one test running", st)
 	}
 	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{}))
-	if CodeOf(err) != CodeShutdown || !strings.Contains(err.Error(), "lame duck") {
+	if fault.CodeOf(err) != fault.Shutdown || !strings.Contains(err.Error(), "lame duck") {
 		t.Fatalf("a new test in lame-duck mode: %v", err)
 	}
 	select {
@@ -242,8 +243,8 @@ func TestRequireToken(t *testing.T) {
 		{"garbage", "a.b.c", "malformed"},
 	} {
 		_, err := (&Client{Token: tc.tok}).Run(ctx, addr, quick(model.TestConfig{}))
-		if CodeOf(err) != CodeDenied || !strings.Contains(err.Error(), tc.want) || HintOf(err) == "" {
-			t.Errorf("%s: %v (code %q, hint %q), want denied with %q", tc.name, err, CodeOf(err), HintOf(err), tc.want)
+		if fault.CodeOf(err) != fault.Denied || !strings.Contains(err.Error(), tc.want) || fault.HintOf(err) == "" {
+			t.Errorf("%s: %v (code %q, hint %q), want denied with %q", tc.name, err, fault.CodeOf(err), fault.HintOf(err), tc.want)
 		}
 	}
 	if _, err := (&Client{Token: issue("ts1", time.Minute)}).Run(ctx, addr, quick(model.TestConfig{})); err != nil {

@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
 // ProtocolVersion is the native control protocol's version. A server
-// refuses clients speaking another version with CodeVersion.
+// refuses clients speaking another version with fault.Version.
 const ProtocolVersion = 3
 
 // Magic bytes open every connection to a server, so one port can tell a
@@ -110,9 +111,9 @@ type stop struct {
 }
 
 type wireError struct {
-	Code    Code   `json:"code"`
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
+	Code    fault.Code `json:"code"`
+	Message string     `json:"message"`
+	Hint    string     `json:"hint,omitempty"`
 }
 
 // writeMessage frames m as a 4-byte big-endian length and JSON.

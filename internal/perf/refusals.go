@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/tcpscope/tcpscope/internal/fault"
 )
 
 // refusalLog logs what the server refuses (connections over a limit,
@@ -62,10 +64,10 @@ func (r *refusalLog) note(kind string, from net.Addr, why string) {
 // refusalKind is the kind a refused test counts as: its error code, or
 // bad-config for what is not served at all.
 func refusalKind(err error) string {
-	if c := CodeOf(err); c != "" {
+	if c := fault.CodeOf(err); c != "" {
 		return string(c)
 	}
-	return string(CodeBadConfig)
+	return string(fault.BadConfig)
 }
 
 // counts is how many refusals of each kind there were.

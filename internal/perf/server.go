@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/frontdoor"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -156,7 +157,7 @@ func (s *Server) checkToken(tok string) (string, error) {
 		if tok != "" {
 			hint = "ask the server's operator for a new access token"
 		}
-		return "", errorf(CodeDenied, hint, "%v", err)
+		return "", fault.Errorf(fault.Denied, hint, "%v", err)
 	}
 	return c.Subject, nil
 }
@@ -229,7 +230,7 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, &Error{Code: CodeAddrInUse, Msg: "listen on " + addr, Err: err,
+		return nil, &fault.Error{Code: fault.AddrInUse, Msg: "listen on " + addr, Err: err,
 			Hint: "another server is listening on " + addr + ": stop it, or listen on another port"}
 	}
 	if err != nil {
@@ -421,7 +422,7 @@ func (s *Server) serveControl(ctx context.Context, c *frontdoor.Conn) {
 		// the connection before the client read why.
 		cc := newCtrl(c.TCP, maxClientMessage)
 		if _, err := cc.recv(handshakeTimeout); err == nil {
-			cc.sendError(CodeTLS, "this server takes its control connections over TLS only", "test with --tls or --tls-pin")
+			cc.sendError(fault.TLS, "this server takes its control connections over TLS only", "test with --tls or --tls-pin")
 		}
 		c.Close()
 		return
@@ -478,21 +479,21 @@ func (s *Server) admit(t *serverTest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining {
-		return errorf(CodeShutdown, "use another server, or this one later", "server going away (lame duck): admitting no new tests")
+		return fault.Errorf(fault.Shutdown, "use another server, or this one later", "server going away (lame duck): admitting no new tests")
 	}
 	if s.OneTest && s.served {
-		return errorf(CodeBusy, "try another server: this one (server -1) ends after the test it runs",
+		return fault.Errorf(fault.Busy, "try another server: this one (server -1) ends after the test it runs",
 			"server busy: it serves one test and has it")
 	}
 	if s.running[string(t.cookie)] != nil {
 		// iperf3's client picks the cookie: control connections that
 		// share one were each read before any was admitted. Counted as
 		// one test they walked around --max-tests.
-		return errorf(CodeBusy, "each test needs a cookie of its own", "a test with this cookie is already running")
+		return fault.Errorf(fault.Busy, "each test needs a cookie of its own", "a test with this cookie is already running")
 	}
 	srv := s.policy.Server
 	if n := len(s.running); n >= srv.MaxTests {
-		return errorf(CodeBusy, "run again when a test has finished, or raise the server's --max-tests",
+		return fault.Errorf(fault.Busy, "run again when a test has finished, or raise the server's --max-tests",
 			"server busy (%d running, limit %d)", n, srv.MaxTests)
 	}
 	mine, classTests, streams, classStreams := 0, 0, 0, 0
@@ -509,16 +510,16 @@ func (s *Server) admit(t *serverTest) error {
 	cl := t.class
 	switch {
 	case mine >= cl.MaxTestsPerAddr:
-		return errorf(CodeBusy, "run again when one of them has finished",
+		return fault.Errorf(fault.Busy, "run again when one of them has finished",
 			"%d tests from your address are running (limit %d)", mine, cl.MaxTestsPerAddr)
 	case classTests >= cl.TestsBound(srv):
-		return errorf(CodeBusy, "run again when a test has finished",
+		return fault.Errorf(fault.Busy, "run again when a test has finished",
 			"server busy for your network (%d of its tests running, limit %d)", classTests, cl.TestsBound(srv))
 	case streams+t.nconn > srv.MaxTotalStreams:
-		return errorf(CodeBusy, "use fewer streams, or run again later, or raise the server's --max-total-streams",
+		return fault.Errorf(fault.Busy, "use fewer streams, or run again later, or raise the server's --max-total-streams",
 			"server busy (%d streams running, limit %d)", streams, srv.MaxTotalStreams)
 	case classStreams+t.nconn > cl.StreamsBound(srv):
-		return errorf(CodeBusy, "use fewer streams, or run again later",
+		return fault.Errorf(fault.Busy, "use fewer streams, or run again later",
 			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
 	}
 	s.running[string(t.cookie)] = t
@@ -647,25 +648,25 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 		return
 	}
 	if m.Hello.Protocol != ProtocolVersion {
-		c.sendError(CodeVersion, fmt.Sprintf("server speaks protocol %d, client %d", ProtocolVersion, m.Hello.Protocol),
+		c.sendError(fault.Version, fmt.Sprintf("server speaks protocol %d, client %d", ProtocolVersion, m.Hello.Protocol),
 			fmt.Sprintf("use the same tcpscope release on both ends (server has %s)", s.Version))
 		return
 	}
 	subject, err := s.checkToken(m.Hello.Token)
 	if err != nil {
 		s.refusals.note("token", conn.RemoteAddr(), err.Error())
-		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
 	cfg := m.Hello.Config
 	if err := Normalize(&cfg); err != nil {
-		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
 	cl := s.classOf(conn.RemoteAddr())
 	if err := checkLimits(&cfg, cl, 0); err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
-		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
 	dirs := cfg.Directions()
@@ -673,7 +674,7 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP, class: cl, keys: newKeys(len(dirs))}
 	if err := s.admit(t); err != nil {
 		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
-		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
 	defer s.release(t)
@@ -880,10 +881,10 @@ func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg m
 	streams, err := s.awaitStreams(ctx, t, dirs)
 	switch {
 	case errors.Is(err, errStreamsLate):
-		c.sendError(CodeTimeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
+		c.sendError(fault.Timeout, "data connections did not arrive in time", "a firewall may block new connections to the server's port")
 		return streams, cfg, 0, err
 	case err != nil:
-		c.sendError(CodeShutdown, "server shutting down", "run again later")
+		c.sendError(fault.Shutdown, "server shutting down", "run again later")
 		return streams, cfg, 0, err
 	}
 	m, err := c.recv(handshakeTimeout)
@@ -891,7 +892,7 @@ func (s *Server) startStreams(ctx context.Context, c *ctrl, t *serverTest, cfg m
 		return streams, cfg, 0, fmt.Errorf("wait for start: %v", err)
 	}
 	if err := verifyUDP(streams, m.Start); err != nil {
-		c.sendError(CodeOf(err), err.Error(), HintOf(err))
+		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return streams, cfg, 0, err
 	}
 	ecfg, readCap := serverEnd(cfg, t.class)
@@ -909,7 +910,7 @@ func setStreams(c *ctrl, streams []*Stream, ecfg *model.TestConfig) (*started, e
 	st := &started{Setups: make([]model.SocketSetup, len(streams)), Addrs: make([]string, len(streams))}
 	for i, sm := range streams {
 		if err := applyOptions(sm, ecfg); err != nil {
-			c.sendError(CodeSocket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
+			c.sendError(fault.Socket, fmt.Sprintf("server: %v", err), "check -C/-M/--fq-rate against the server's kernel")
 			return nil, err
 		}
 		var err error

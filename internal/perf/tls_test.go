@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
 )
@@ -143,13 +144,13 @@ func TestTLSControl(t *testing.T) {
 	other, ox := perftest.SelfSigned(t)
 	_ = other
 	wrong, _ := PinnedTLS(CertPin(ox))
-	if _, err := (&Client{TLS: wrong}).Run(ctx, addr, quick(model.TestConfig{})); CodeOf(err) != CodeTLS || !strings.Contains(err.Error(), "pin") {
+	if _, err := (&Client{TLS: wrong}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(err.Error(), "pin") {
 		t.Errorf("a wrong pin: %v", err)
 	}
-	if _, err := (&Client{TLS: &tls.Config{}}).Run(ctx, addr, quick(model.TestConfig{})); CodeOf(err) != CodeTLS || !strings.Contains(HintOf(err), "--tls-pin") {
-		t.Errorf("an untrusted certificate: %v (hint %q)", err, HintOf(err))
+	if _, err := (&Client{TLS: &tls.Config{}}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(fault.HintOf(err), "--tls-pin") {
+		t.Errorf("an untrusted certificate: %v (hint %q)", err, fault.HintOf(err))
 	}
-	if _, err := (&Client{}).Run(ctx, addr, quick(model.TestConfig{})); CodeOf(err) != CodeTLS || !strings.Contains(err.Error(), "TLS only") {
+	if _, err := (&Client{}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(err.Error(), "TLS only") {
 		t.Errorf("a plain client: %v", err)
 	}
 	if _, err := PinnedTLS("sha256/short"); err == nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
@@ -59,11 +60,11 @@ func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig
 	for time.Now().Before(deadline) {
 		if ctx.Err() != nil {
 			uc.Close()
-			return nil, &Error{Code: CodeAborted, Msg: "interrupted while opening UDP streams", Err: ctx.Err()}
+			return nil, &fault.Error{Code: fault.Aborted, Msg: "interrupted while opening UDP streams", Err: ctx.Err()}
 		}
 		if _, err := uc.Write(hello); err != nil && !isTransientSendError(err) {
 			uc.Close()
-			return nil, &Error{Code: CodeAborted, Msg: "send UDP hello", Err: err}
+			return nil, &fault.Error{Code: fault.Aborted, Msg: "send UDP hello", Err: err}
 		}
 		_ = uc.SetReadDeadline(time.Now().Add(udpRetry))
 		// A reverse stream's server may already send: skip a few data
@@ -82,9 +83,9 @@ func (c *Client) dialUDP(ctx context.Context, addr string, cfg *model.TestConfig
 	}
 	uc.Close()
 	if refused {
-		return nil, errorf(CodeRefused, "is the server's UDP port open? (a firewall may allow TCP only)", "%s refused UDP datagrams", addr)
+		return nil, fault.Errorf(fault.Refused, "is the server's UDP port open? (a firewall may allow TCP only)", "%s refused UDP datagrams", addr)
 	}
-	return nil, errorf(CodeTimeout, "a firewall may drop UDP to the server's port", "no answer to UDP hello from %s", addr)
+	return nil, fault.Errorf(fault.Timeout, "a firewall may drop UDP to the server's port", "no answer to UDP hello from %s", addr)
 }
 
 // listenUDP opens the server's UDP port beside its TCP listener: the same
@@ -187,7 +188,7 @@ func verifyUDP(streams []*Stream, st *start) error {
 		}
 		sm.udp.stopAnswering()
 		if st == nil || i >= len(st.UDPTokens) || subtle.ConstantTimeCompare(st.UDPTokens[i], sm.udp.token) != 1 {
-			return errorf(CodeUnverified, "the client must receive at the address it sends from (a NAT that changes the source port between datagrams breaks this)",
+			return fault.Errorf(fault.Unverified, "the client must receive at the address it sends from (a NAT that changes the source port between datagrams breaks this)",
 				"UDP stream %d: the client did not echo the token sent to %v", i, sm.udp.conn.RemoteAddr())
 		}
 	}

@@ -1,0 +1,26 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// A code and a hint survive wrapping; an error that is no Error has
+// neither.
+func TestCodeAndHintThroughWrapping(t *testing.T) {
+	cause := errors.New("connection reset")
+	err := fmt.Errorf("run: %w", &Error{Code: Aborted, Msg: "test broke off", Hint: "run again", Err: cause})
+	if CodeOf(err) != Aborted || HintOf(err) != "run again" || !errors.Is(err, cause) {
+		t.Errorf("code %q, hint %q, is cause %v", CodeOf(err), HintOf(err), errors.Is(err, cause))
+	}
+	if got := err.Error(); got != "run: test broke off: connection reset" {
+		t.Errorf("message %q", got)
+	}
+	if CodeOf(cause) != "" || HintOf(cause) != "" || CodeOf(nil) != "" {
+		t.Error("a plain error has a code or a hint")
+	}
+	if e := Errorf(Busy, "later", "%d running", 3); e.Error() != "3 running" || e.Code != Busy || e.Hint != "later" {
+		t.Errorf("Errorf: %+v", e)
+	}
+}
