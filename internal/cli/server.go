@@ -17,6 +17,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/daemon"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/fault"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/health"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
@@ -324,7 +325,7 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 	}
 	// Every test gets the server end's diagnosis in the log: for a stock
 	// iperf3 client it is the only one anybody sees.
-	srv.OnTest = func(rec perf.TestRecord) {
+	srv.Subscribe(gate.OnEnded(func(rec gate.Record) {
 		if rec.Err != nil {
 			return
 		}
@@ -333,7 +334,7 @@ func newServer(cmd *cobra.Command, f *serverFlags, logger *slog.Logger) (*perf.S
 				logger.Info("diagnosis", "client", rec.Client, "direction", string(fd.Direction), "finding", fd.ID, "summary", fd.Summary)
 			}
 		}
-	}
+	}))
 	// Stock iperf3 clients on the same port; those that ask for the
 	// server's output get the server end's diagnosis in it.
 	i3 := &iperf3.Handler{Auth: iperf3Auth, OutputJSON: f.jsonLog, Explain: func(cfg model.TestConfig, rep model.EndReport, client, server string) []string {
@@ -442,15 +443,13 @@ func runServer(cmd *cobra.Command, f *serverFlags, ready *daemon.Reporter, stdou
 	}
 	srv.OneTest, srv.IdleTimeout = f.oneOff, f.idleTimeout
 	// -1's exit code is its test's outcome: the first record is that test.
-	first := make(chan perf.TestRecord, 1)
-	onTest := srv.OnTest
-	srv.OnTest = func(rec perf.TestRecord) {
-		onTest(rec)
+	first := make(chan gate.Record, 1)
+	srv.Subscribe(gate.OnEnded(func(rec gate.Record) {
 		select {
 		case first <- rec:
 		default:
 		}
-	}
+	}))
 	if f.check {
 		printCheck(stdout, srv, i3)
 		if srv.TLS != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -78,17 +79,19 @@ func TestServerEndOverLoopbackHasNoPath(t *testing.T) {
 
 // served runs one native test of cfg against a server on loopback, of
 // policy (nil: the built-in), and returns the server's record of it.
-func served(t *testing.T, policy *limits.Table, cfg model.TestConfig) perf.TestRecord {
+func served(t *testing.T, policy *limits.Table, cfg model.TestConfig) gate.Record {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	records := make(chan perf.TestRecord, 1)
+	records := make(chan gate.Record, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		(&perf.Server{Version: Version, Policy: policy, OnTest: func(r perf.TestRecord) { records <- r }}).Serve(ctx, ln)
+		srv := &perf.Server{Version: Version, Policy: policy}
+		srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
+		srv.Serve(ctx, ln)
 		close(done)
 	}()
 	defer func() { cancel(); <-done }()

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/fault"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/limits"
@@ -215,7 +216,7 @@ func TestIperf3Interrupted(t *testing.T) {
 
 // iperf3Clients serves tests on a loopback port and runs stock iperf3
 // clients (-J) against it; records brings the server's view of each test.
-func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (map[string]any, error), records chan perf.TestRecord) {
+func iperf3Clients(t *testing.T, jsonOutput bool) (client func(args ...string) (map[string]any, error), records chan gate.Record) {
 	t.Helper()
 	requireIperf3(t)
 	port, records := tcpscopeServer(t, jsonOutput)
@@ -254,17 +255,18 @@ func stockServer(t *testing.T, extra ...string) int {
 
 // tcpscopeServer serves tests on a loopback port; records brings the
 // server's view of each test.
-func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan perf.TestRecord) {
+func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan gate.Record) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	records = make(chan perf.TestRecord, 16)
+	records = make(chan gate.Record, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
+		srv := &perf.Server{Version: "test"}
+		srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 		srv.Handle(&iperf3.Handler{OutputJSON: jsonOutput,
 			Explain: func(model.TestConfig, model.EndReport, string, string) []string { return []string{"explained"} }})
 		srv.Serve(ctx, ln)
@@ -690,7 +692,7 @@ func endSum(doc map[string]any, key string) (bytes, seconds, bps float64) {
 }
 
 // serverBytes sums a server record's bytes by role.
-func serverBytes(rec perf.TestRecord, role model.Role) (b model.Bytes) {
+func serverBytes(rec gate.Record, role model.Role) (b model.Bytes) {
 	for _, t := range rec.Report.Totals {
 		if t.Role == role {
 			b += t.Bytes
@@ -1316,15 +1318,16 @@ func TestServeIperf3Auth(t *testing.T) {
 		fmt.Sscanf(string(out), "iperf 3.%d", &minor)
 	}
 	oaep := minor >= 17
-	serve := func(pkcs1 bool) (string, chan perf.TestRecord) {
+	serve := func(pkcs1 bool) (string, chan gate.Record) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		records := make(chan perf.TestRecord, 4)
+		records := make(chan gate.Record, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
+		srv := &perf.Server{Version: "test"}
+		srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 		srv.Handle(&iperf3.Handler{Auth: &i3auth.Authenticator{Key: key, UsersFile: usersFile, PKCS1: pkcs1}})
 		go func() { srv.Serve(ctx, ln); close(done) }()
 		t.Cleanup(func() { cancel(); <-done })

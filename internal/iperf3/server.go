@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -97,7 +98,7 @@ func (h *Handler) control(ctx context.Context, conn *perf.Conn, cookie []byte) {
 	defer t.test.Release()
 	conn.Admitted()
 	t.log.Info("iperf3 test admitted", perf.AdmissionAttrs(t.p.ClientVersion, t.cfg, srv.Class(conn.RemoteAddr()))...)
-	rec := perf.TestRecord{Start: t.test.Admitted(), Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
+	rec := gate.Record{Start: t.test.Admitted(), Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "iperf3", ClientVersion: t.p.ClientVersion, Config: t.cfg, TokenSubject: user}
 	rec.Report, rec.Ended, rec.Err = t.run(ctx)
 	rec.UDPPeers = t.test.UDPPeers()
@@ -106,7 +107,7 @@ func (h *Handler) control(ctx context.Context, conn *perf.Conn, cookie []byte) {
 	} else {
 		t.log.Info("iperf3 test done", append(append([]any{"ended", rec.Ended, "client_version", t.p.ClientVersion}, perf.PeerAttrs(rec.UDPPeers)...), perf.SummaryAttrs(rec.Report)...)...)
 	}
-	srv.Record(rec)
+	t.test.Ended(rec)
 }
 
 // admit reads the client's parameters, checks its credentials and the
@@ -145,7 +146,7 @@ func (t *serverTest) admit(cookie []byte) (user string, ok bool) {
 		sendError(conn, ierrno, errno)
 		return "", false
 	}
-	t.test, err = srv.Admit(perf.TestSpec{Key: cookie, Client: conn.RemoteAddr(), Config: t.cfg, Class: cl,
+	t.test, err = srv.Admit(perf.TestSpec{Key: cookie, Protocol: "iperf3", Client: conn.RemoteAddr(), Config: t.cfg, Class: cl,
 		UDPHello: isUDPHello, UDPReply: udpReply})
 	if err != nil {
 		srv.Refused("", conn.RemoteAddr(), err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/fault"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
@@ -111,8 +112,10 @@ func (s *session) start() {
 // came, moving its deadline 5 s at a time, up to the planned end and 30 s
 // past it: a slot held for the whole of a test nobody would see.
 func TestAbortEndsReceivers(t *testing.T) {
-	records := make(chan TestRecord, 1)
-	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
+	records := make(chan gate.Record, 1)
+	srv := &Server{Version: "test"}
+	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
+	addr := serveWith(t, srv)
 	s := openSession(t, addr, model.TestConfig{Duration: 20 * time.Second})
 	dc := s.data(0)
 	s.start()
@@ -210,8 +213,10 @@ func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 // datagrams (1 GB in 5 s) to an address that never asked.
 func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	t.Parallel() // refused at start; then a window for nothing to arrive
-	records := make(chan TestRecord, 1)
-	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
+	records := make(chan gate.Record, 1)
+	srv := &Server{Version: "test"}
+	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
+	addr := serveWith(t, srv)
 	server, _ := net.ResolveUDPAddr("udp4", addr)
 	to, received := perftest.Victim(t, "127.0.0.2")
 	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Length: 1400})
@@ -247,8 +252,10 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 // that nothing listens at the stream's port (ICMP port unreachable),
 // rather than send on to the end: the client is gone.
 func TestUDPSenderStopsOnRefusals(t *testing.T) {
-	records := make(chan TestRecord, 1)
-	addr := serveWith(t, &Server{Version: "test", OnTest: func(r TestRecord) { records <- r }})
+	records := make(chan gate.Record, 1)
+	srv := &Server{Version: "test"}
+	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
+	addr := serveWith(t, srv)
 	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 50 * model.MbitPerSecond, Duration: 20 * time.Second, Length: 1400})
 	uc, err := net.Dial("udp4", addr)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/fault"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/token"
@@ -224,9 +225,9 @@ func TestRequireToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	records := make(chan TestRecord, 1)
-	srv := &Server{Version: "test", Tokens: &token.Verifier{Keys: []*token.Key{key}, Audience: "ts1"},
-		OnTest: func(r TestRecord) { records <- r }}
+	records := make(chan gate.Record, 1)
+	srv := &Server{Version: "test", Tokens: &token.Verifier{Keys: []*token.Key{key}, Audience: "ts1"}}
+	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	addr := serveWith(t, srv)
 	issue := func(aud string, exp time.Duration) string {
 		tok, err := token.Issue(key, token.Claims{Subject: "alice", Audience: []string{aud}, Expiry: time.Now().Add(exp)})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/frontdoor"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 )
@@ -59,6 +60,9 @@ func (c *Conn) Admitted() { c.admitted() }
 type TestSpec struct {
 	// Key names the test: its data connections carry it (Join).
 	Key []byte
+	// Protocol names the test's protocol for the gate's subscribers
+	// ("iperf3").
+	Protocol string
 	// Client is the address of the test's control connection.
 	Client net.Addr
 	// Config is the test, normalized and checked (CheckLimits).
@@ -81,7 +85,7 @@ type Test struct {
 }
 
 // Class is the server's policy class for a client address.
-func (s *Server) Class(a net.Addr) *limits.Class { return s.classOf(a) }
+func (s *Server) Class(a net.Addr) *limits.Class { return s.theGate().Class(a) }
 
 // CheckLimits checks a normalized test against the client's class;
 // foreign is the protocol of a client that is not tcpscope's
@@ -92,12 +96,7 @@ func CheckLimits(cfg *model.TestConfig, cl *limits.Class, foreign limits.Protoco
 
 // Refused notes a refusal of a client at addr in the server's refusal
 // log: kind names it ("" takes it from err's Code).
-func (s *Server) Refused(kind string, addr net.Addr, err error) {
-	if kind == "" {
-		kind = refusalKind(err)
-	}
-	s.refusals.note(kind, addr, err.Error())
-}
+func (s *Server) Refused(kind string, addr net.Addr, err error) { s.theGate().Refused(kind, addr, err) }
 
 // Admit registers a test, or says why not (a busy or draining server).
 // The caller runs it and then calls Release.
@@ -109,7 +108,7 @@ func (s *Server) Admit(spec TestSpec) (*Test, error) {
 	if ta, ok := spec.Client.(*net.TCPAddr); ok {
 		t.clientIP = ta.IP
 	}
-	if err := s.admit(t); err != nil {
+	if err := s.admit(t, spec.Protocol); err != nil {
 		return nil, err
 	}
 	return &Test{s: s, t: t, dirs: dirs}, nil
@@ -208,12 +207,9 @@ func SummaryAttrs(rep model.EndReport) []any { return summaryAttrs(rep) }
 // if it had any.
 func PeerAttrs(udpPeers []string) []any { return peerAttrs(udpPeers) }
 
-// Record hands a finished test's record to OnTest.
-func (s *Server) Record(rec TestRecord) {
-	if s.OnTest != nil {
-		s.OnTest(rec)
-	}
-}
+// Ended tells the server's subscribers how the test went (before
+// Release).
+func (t *Test) Ended(rec gate.Record) { t.t.ticket.Ended(rec) }
 
 // protocolFor is the added protocol that claims head, or nil.
 func (s *Server) protocolFor(head []byte) Protocol {

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/frontdoor"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
@@ -46,8 +46,6 @@ type Server struct {
 	HTTP    http.Handler
 	Version string
 	Logger  *slog.Logger
-	// OnTest, when set, receives the server's view of each finished test.
-	OnTest func(TestRecord)
 	// InNetns, when set, runs code that opens sockets in the listener's
 	// network namespace (UDP streams open their own sockets); nil runs
 	// it where the caller is.
@@ -76,13 +74,14 @@ type Server struct {
 	pinMu         sync.Mutex
 	pinned        bool // a test holds the server pinned
 
-	// policy is Policy, or Limits as a policy (from Serve on).
-	policy  *limits.Table
-	mu      sync.Mutex
-	running map[string]*serverTest // by cookie
-	// share counts the streams of all admitted tests, for GOMAXPROCS to
-	// follow them (fair.go).
-	share fairShare
+	// gate admits the tests (theGate builds it from the settings above
+	// once, at Serve or an earlier call); subs are the subscribers
+	// given before it was built.
+	gate     *gate.Gate
+	gateOnce sync.Once
+	subs     []func(gate.Event)
+	mu       sync.Mutex
+	running  map[string]*serverTest // by cookie
 	// protocols are the ones served beside the native one (Handle).
 	protocols []Protocol
 	// udpTurn is, per client address, the one test whose UDP hellos
@@ -90,31 +89,10 @@ type Server struct {
 	// replaced whenever a turn ends.
 	udpTurn   map[string]*serverTest
 	turnFreed chan struct{}
-	// pending counts, per client address (addrKey) and in all, the
-	// connections not yet part of a test (see enterPending).
-	pending      map[string]int
-	pendingTotal int
-	// expected counts, per client address and in all, the data
-	// connections of admitted tests that have not all arrived: they are
-	// pending too until read, and a test of 128 streams each way opens
-	// 256 at once. The pending limits grow by them.
-	expected      map[string]int
-	expectedTotal int
-	refusals      refusalLog
-	wg            sync.WaitGroup
+	wg        sync.WaitGroup
 	// byKey finds a running test's stream by the key its data
 	// connection or UDP hello carries (under mu).
 	byKey map[string]streamRef
-	// draining: lame-duck mode (LameDuck); idle is closed once a
-	// draining server runs no test (both under mu).
-	draining bool
-	idle     chan struct{}
-	// served: a OneTest server has admitted its test (under mu).
-	served bool
-	// idleGen counts the starts and stops of the idle timer: a timer
-	// that fires after another start or stop is stale (under mu).
-	idleGen  uint64
-	idledOut bool
 	// finish ends Serve's accepting, as its context's end does (OneTest,
 	// IdleTimeout).
 	finish context.CancelFunc
@@ -124,26 +102,6 @@ type Server struct {
 
 // ErrIdle: Serve returned because no test ran for its IdleTimeout.
 var ErrIdle = errors.New("idle timeout: no test came")
-
-// TestRecord is what the server saw of one test.
-type TestRecord struct {
-	Start  time.Time // when it was admitted (wall clock, for the record)
-	Client string    // the client's address
-	Server string    // the address the client reached
-	// Tool is the client's kind: "tcpscope", or "iperf3" for a stock
-	// iperf3 client; ClientVersion is its version as it said.
-	Tool          string
-	ClientVersion string
-	Config        model.TestConfig
-	Report        model.EndReport
-	Ended         string
-	Err           error
-	// UDPPeers are the addresses the test's UDP streams sent to.
-	UDPPeers []string
-	// TokenSubject is who the test's access token named (empty without
-	// one).
-	TokenSubject string
-}
 
 // checkToken verifies a hello's access token when the server requires
 // one, and returns its subject.
@@ -189,10 +147,9 @@ func (d dataConn) close() {
 type serverTest struct {
 	cookie []byte
 	nconn  int
-	// unshare gives the test's streams back to the server's fair share
-	// (fair.go) when it is released.
-	unshare func()
-	data    chan dataConn
+	// ticket is its place at the gate (nil until admitted).
+	ticket *gate.Ticket
+	data   chan dataConn
 	// full is set, under Server.mu, once every stream has arrived; later
 	// connections with the same cookie are closed, not queued.
 	full bool
@@ -215,9 +172,6 @@ type serverTest struct {
 	// udpPeers are the addresses its UDP streams send to (under
 	// Server.mu), for the log.
 	udpPeers []string
-	// expecting: admit counted its data connections as expected (under
-	// Server.mu), until arrivedLocked.
-	expecting bool
 	// class is the client's in the server's policy.
 	class *limits.Class
 	// keys are its streams' keys (native tests; see welcome.StreamKeys).
@@ -242,29 +196,30 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 // Serve accepts connections until ctx ends, then stops the running tests
 // (their clients are told and get their results) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.policy = s.Policy
-	if s.policy == nil {
-		t := s.Limits.Table()
-		s.policy = &t
-	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	if s.ShutdownGrace == 0 {
 		s.ShutdownGrace = 15 * time.Second
 	}
+	g := s.theGate()
 	s.mu.Lock()
 	s.running = make(map[string]*serverTest)
 	s.udpTurn = make(map[string]*serverTest)
 	s.turnFreed = make(chan struct{})
-	s.pending = make(map[string]int)
-	s.expected = make(map[string]int)
 	s.byKey = make(map[string]streamRef)
 	ctx, s.finish = context.WithCancel(ctx)
 	defer s.finish()
-	s.startIdleLocked()
 	s.mu.Unlock()
-	s.refusals.logger = s.Logger
+	// A one-test server after its test, or an idle one, stops accepting.
+	go func() {
+		select {
+		case <-g.Done():
+			s.finish()
+		case <-ctx.Done():
+		}
+	}()
+	g.Start()
 
 	// UDP tests use the same port number over UDP. A server that cannot
 	// open it still serves TCP; UDP clients then time out with a hint.
@@ -282,7 +237,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Routes:      s.routes(),
 		HTTP:        s.HTTP,
 		TLS:         s.TLS,
-		Enter:       s.enterPending,
+		Enter:       g.Enter,
 		HeadTimeout: handshakeTimeout,
 		// Running tests are stopped with ctx, and their clients told:
 		// that takes up to a sender's finishing grace.
@@ -295,96 +250,56 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := door.Serve(ctx, ln)
 	// The UDP socket closed with ctx: its reader returns at once.
 	s.wg.Wait()
-	s.mu.Lock()
-	idled := s.idledOut
-	s.mu.Unlock()
-	if err == nil && idled {
+	if err == nil && g.IdledOut() {
 		err = ErrIdle
 	}
 	return err
 }
 
-// startIdleLocked starts the idle timer, when there is one: it ends Serve
-// unless a test is admitted first (stopIdleLocked). Called with s.mu held.
-func (s *Server) startIdleLocked() {
-	if s.IdleTimeout <= 0 {
+// theGate is the server's gate, built at the first call from the
+// server's settings (Limits or Policy, OneTest, IdleTimeout, Logger) and
+// the subscribers given so far.
+func (s *Server) theGate() *gate.Gate {
+	s.gateOnce.Do(func() {
+		policy := s.Policy
+		if policy == nil {
+			t := s.Limits.Table()
+			policy = &t
+		}
+		logger := s.Logger
+		if logger == nil {
+			logger = slog.New(slog.DiscardHandler)
+		}
+		g := &gate.Gate{Policy: policy, OneTest: s.OneTest, IdleTimeout: s.IdleTimeout, Logger: logger}
+		s.mu.Lock()
+		for _, fn := range s.subs {
+			g.Subscribe(fn)
+		}
+		s.subs = nil
+		s.gate = g
+		s.mu.Unlock()
+	})
+	return s.gate
+}
+
+// Subscribe calls fn with every test's admission and end (gate.Event),
+// in the test's goroutine: the server's log of diagnoses, a one-test
+// server's exit code, an archive. Subscribe before Serve, or at any
+// time after.
+func (s *Server) Subscribe(fn func(gate.Event)) {
+	s.mu.Lock()
+	if s.gate == nil {
+		s.subs = append(s.subs, fn)
+		s.mu.Unlock()
 		return
 	}
-	s.idleGen++
-	gen := s.idleGen
-	time.AfterFunc(s.IdleTimeout, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.idleGen != gen || len(s.running) > 0 || s.served {
-			return // a test came since: this timer is stale
-		}
-		// Admit nothing more (a hello racing the timer hears "going
-		// away"), then stop accepting.
-		s.idledOut, s.draining = true, true
-		s.Logger.Info("idle timeout: no test came", "idle", s.IdleTimeout.String())
-		s.finish()
-	})
-}
-
-// stopIdleLocked stops the idle timer: a test runs. Called with s.mu held.
-func (s *Server) stopIdleLocked() { s.idleGen++ }
-
-// addrKey is a connection's client address, as the limits count it.
-func addrKey(a net.Addr) string {
-	if ta, ok := a.(*net.TCPAddr); ok {
-		return string(ta.IP.To16())
-	}
-	return a.String()
-}
-
-// classOf is the policy's class for a client address.
-func (s *Server) classOf(a net.Addr) *limits.Class {
-	var ip netip.Addr
-	if ta, ok := a.(*net.TCPAddr); ok {
-		ip, _ = netip.AddrFromSlice(ta.IP)
-	}
-	return s.policy.Match(ip)
-}
-
-// enterPending counts a new connection as pending, or says it is over
-// MaxPendingPerAddr or MaxPending (then it is closed at once, before it
-// costs more than its descriptor). leave ends its pending time, once:
-// when it has become part of a test, or ends.
-func (s *Server) enterPending(remote net.Addr) (leave func(), ok bool) {
-	cl := s.classOf(remote)
-	if cl.Deny {
-		s.refusals.note("denied", remote, "class "+cl.Name+" is denied: closed at once")
-		return nil, false
-	}
-	key := addrKey(remote)
-	s.mu.Lock()
-	over := ""
-	switch {
-	case s.pending[key] >= cl.MaxPendingPerAddr+s.expected[key]:
-		over = "pending-per-address"
-	case s.pendingTotal >= s.policy.Server.MaxPending+s.expectedTotal:
-		over = "pending"
-	default:
-		s.pending[key]++
-		s.pendingTotal++
-	}
+	g := s.gate
 	s.mu.Unlock()
-	if over != "" {
-		s.refusals.note(over, remote, "too many connections not yet part of a test: closed at once")
-		return nil, false
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			if s.pending[key]--; s.pending[key] <= 0 {
-				delete(s.pending, key)
-			}
-			s.pendingTotal--
-			s.mu.Unlock()
-		})
-	}, true
+	g.Subscribe(fn)
 }
+
+// Gate is the server's gate: its admissions, refusals and state.
+func (s *Server) Gate() *gate.Gate { return s.theGate() }
 
 // routes are the server's protocols on its port, as the front door
 // tries them: the native control and data connections, then the
@@ -474,81 +389,22 @@ func (s *Server) data(c *net.TCPConn, admitted func()) {
 	admitted()
 }
 
-// admit registers a test or says why not.
-func (s *Server) admit(t *serverTest) error {
+// admit asks the gate to admit a test of protocol, and registers it
+// for its data connections, or says why not.
+func (s *Server) admit(t *serverTest, protocol string) error {
+	ticket, err := s.theGate().Admit(gate.Request{Key: string(t.cookie), Client: &net.TCPAddr{IP: t.clientIP},
+		Class: t.class, Protocol: protocol, Streams: t.nconn, DataConns: !t.udp})
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return fault.Errorf(fault.Shutdown, "use another server, or this one later", "server going away (lame duck): admitting no new tests")
-	}
-	if s.OneTest && s.served {
-		return fault.Errorf(fault.Busy, "try another server: this one (server -1) ends after the test it runs",
-			"server busy: it serves one test and has it")
-	}
-	if s.running[string(t.cookie)] != nil {
-		// iperf3's client picks the cookie: control connections that
-		// share one were each read before any was admitted. Counted as
-		// one test they walked around --max-tests.
-		return fault.Errorf(fault.Busy, "each test needs a cookie of its own", "a test with this cookie is already running")
-	}
-	srv := s.policy.Server
-	if n := len(s.running); n >= srv.MaxTests {
-		return fault.Errorf(fault.Busy, "run again when a test has finished, or raise the server's --max-tests",
-			"server busy (%d running, limit %d)", n, srv.MaxTests)
-	}
-	mine, classTests, streams, classStreams := 0, 0, 0, 0
-	for _, r := range s.running {
-		if r.clientIP.Equal(t.clientIP) {
-			mine++
-		}
-		streams += r.nconn
-		if r.class == t.class {
-			classTests++
-			classStreams += r.nconn
-		}
-	}
-	cl := t.class
-	switch {
-	case mine >= cl.MaxTestsPerAddr:
-		return fault.Errorf(fault.Busy, "run again when one of them has finished",
-			"%d tests from your address are running (limit %d)", mine, cl.MaxTestsPerAddr)
-	case classTests >= cl.TestsBound(srv):
-		return fault.Errorf(fault.Busy, "run again when a test has finished",
-			"server busy for your network (%d of its tests running, limit %d)", classTests, cl.TestsBound(srv))
-	case streams+t.nconn > srv.MaxTotalStreams:
-		return fault.Errorf(fault.Busy, "use fewer streams, or run again later, or raise the server's --max-total-streams",
-			"server busy (%d streams running, limit %d)", streams, srv.MaxTotalStreams)
-	case classStreams+t.nconn > cl.StreamsBound(srv):
-		return fault.Errorf(fault.Busy, "use fewer streams, or run again later",
-			"server busy for your network (%d of its streams running, limit %d)", classStreams, cl.StreamsBound(srv))
-	}
+	t.ticket = ticket
 	s.running[string(t.cookie)] = t
-	t.unshare = s.share.join(t.nconn)
-	s.served = s.OneTest
-	s.stopIdleLocked()
 	for i, k := range t.keys {
 		s.byKey[string(k)] = streamRef{t, i}
 	}
-	if !t.udp {
-		s.expected[string(t.clientIP.To16())] += t.nconn
-		s.expectedTotal += t.nconn
-		t.expecting = true
-	}
+	s.mu.Unlock()
 	return nil
-}
-
-// arrivedLocked ends the allowance admit made for t's data connections:
-// they have all arrived, or never will. Called with s.mu held.
-func (s *Server) arrivedLocked(t *serverTest) {
-	if !t.expecting {
-		return
-	}
-	t.expecting = false
-	key := string(t.clientIP.To16())
-	if s.expected[key] -= t.nconn; s.expected[key] <= 0 {
-		delete(s.expected, key)
-	}
-	s.expectedTotal -= t.nconn
 }
 
 // admissionAttrs are the attributes of a test's admission log line: who
@@ -596,22 +452,12 @@ func (s *Server) udpPeersOf(t *serverTest) []string {
 func (s *Server) release(t *serverTest) {
 	s.mu.Lock()
 	delete(s.running, string(t.cookie))
-	if t.unshare != nil {
-		t.unshare()
-	}
 	for _, k := range t.keys {
 		delete(s.byKey, string(k))
 	}
-	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
-	s.closeIfIdleLocked()
-	if len(s.running) == 0 {
-		s.startIdleLocked()
-	}
-	if s.OneTest {
-		s.finish() // its one test is over: accept no more
-	}
 	s.mu.Unlock()
+	t.ticket.Release()
 	s.closeLate(t)
 }
 
@@ -620,9 +466,11 @@ func (s *Server) release(t *serverTest) {
 func (s *Server) seal(t *serverTest) {
 	s.mu.Lock()
 	t.full = true
-	s.arrivedLocked(t)
 	s.freeUDPTurnLocked(t)
 	s.mu.Unlock()
+	if t.ticket != nil {
+		t.ticket.Arrived()
+	}
 	s.closeLate(t)
 }
 
@@ -654,7 +502,7 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 	}
 	subject, err := s.checkToken(m.Hello.Token)
 	if err != nil {
-		s.refusals.note("token", conn.RemoteAddr(), err.Error())
+		s.theGate().Refused("token", conn.RemoteAddr(), err)
 		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
@@ -663,17 +511,17 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
-	cl := s.classOf(conn.RemoteAddr())
+	cl := s.theGate().Class(conn.RemoteAddr())
 	if err := checkLimits(&cfg, cl, 0); err != nil {
-		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
+		s.theGate().Refused("", conn.RemoteAddr(), err)
 		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
 	dirs := cfg.Directions()
 	t := &serverTest{cookie: newCookie(), nconn: len(dirs), data: make(chan dataConn, len(dirs)), udp: cfg.IsUDP(), admitted: time.Now(),
 		claimed: make([]bool, len(dirs)), clientIP: conn.RemoteAddr().(*net.TCPAddr).IP, class: cl, keys: newKeys(len(dirs))}
-	if err := s.admit(t); err != nil {
-		s.refusals.note(refusalKind(err), conn.RemoteAddr(), err.Error())
+	if err := s.admit(t, "tcpscope"); err != nil {
+		s.theGate().Refused("", conn.RemoteAddr(), err)
 		c.sendError(fault.CodeOf(err), err.Error(), fault.HintOf(err))
 		return
 	}
@@ -684,7 +532,7 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 	}
 	log.Info("test admitted", admissionAttrs(m.Hello.Version, cfg, cl)...)
 
-	rec := TestRecord{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
+	rec := gate.Record{Start: t.admitted, Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "tcpscope", ClientVersion: m.Hello.Version, Config: cfg, TokenSubject: subject}
 	log = log.With("client_version", m.Hello.Version)
 	rec.Report, rec.Ended, rec.Err = s.runTest(ctx, c, t, cfg, dirs)
@@ -694,9 +542,7 @@ func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 	} else {
 		log.Info("test done", append(append([]any{"ended", rec.Ended}, peerAttrs(rec.UDPPeers)...), summaryAttrs(rec.Report)...)...)
 	}
-	if s.OnTest != nil {
-		s.OnTest(rec)
-	}
+	t.ticket.Ended(rec)
 }
 
 // errStreamsLate: a test's data connections did not all arrive in time.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -22,7 +23,7 @@ import (
 // serveIperf3 runs a tcpscope server on loopback and a stock iperf3
 // client against it with args, and returns the server's record of the
 // test: what `tcpscope server` diagnoses and archives.
-func serveIperf3(t *testing.T, args ...string) perf.TestRecord {
+func serveIperf3(t *testing.T, args ...string) gate.Record {
 	t.Helper()
 	bin := "iperf3"
 	if b := os.Getenv("TCPSCOPE_IPERF3"); b != "" {
@@ -35,8 +36,9 @@ func serveIperf3(t *testing.T, args ...string) perf.TestRecord {
 	if err != nil {
 		t.Fatal(err)
 	}
-	records := make(chan perf.TestRecord, 1)
-	srv := &perf.Server{Version: "test", OnTest: func(r perf.TestRecord) { records <- r }}
+	records := make(chan gate.Record, 1)
+	srv := &perf.Server{Version: "test"}
+	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	srv.Handle(&iperf3.Handler{})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -61,7 +63,7 @@ func serveIperf3(t *testing.T, args ...string) perf.TestRecord {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server recorded no test")
 	}
-	return perf.TestRecord{}
+	return gate.Record{}
 }
 
 // TestServedIperf3 diagnoses tests a tcpscope server served to stock

@@ -1,4 +1,4 @@
-package perf
+package gate
 
 import (
 	"log/slog"
@@ -81,9 +81,18 @@ func (r *refusalLog) counts() map[string]int64 {
 	return out
 }
 
-// Refusals counts what the server refused since it started, by kind: a
-// limit's name ("pending-per-address", "pending") or an error code
-// ("busy", "limit", "bad-config", ...).
-func (s *Server) Refusals() map[string]int64 {
-	return maps.Clone(s.refusals.counts())
+// Refusals counts what the gate refused since it started, by kind: a
+// limit's name ("pending-per-address", "pending", "denied") or an error
+// code ("busy", "limit", "bad-config", ...).
+func (g *Gate) Refusals() map[string]int64 {
+	return maps.Clone(g.refusals.counts())
+}
+
+// Refused notes a refusal of a client at addr, for err, in the refusal
+// log: kind names it ("" takes it from err's code).
+func (g *Gate) Refused(kind string, addr net.Addr, err error) {
+	if kind == "" {
+		kind = refusalKind(err)
+	}
+	g.refusals.note(kind, addr, err.Error())
 }
