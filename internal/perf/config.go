@@ -99,6 +99,24 @@ func (l Limits) withDefaults() Limits {
 // Normalize fills defaults into c and checks it. Both ends call it: the
 // client before connecting, the server on what it receives.
 func Normalize(c *model.TestConfig) error {
+	if err := fillDefaults(c); err != nil {
+		return err
+	}
+	if c.IsUDP() {
+		if err := checkUDP(c); err != nil {
+			return err
+		}
+	}
+	if err := checkAmounts(c); err != nil {
+		return err
+	}
+	return checkOptions(c)
+}
+
+// fillDefaults fills what c leaves out: TCP, one stream, the protocol's
+// write length, the interval, and a duration for a test of neither time
+// nor bytes.
+func fillDefaults(c *model.TestConfig) error {
 	if c.Protocol == "" {
 		c.Protocol = model.TCP
 	}
@@ -114,22 +132,30 @@ func Normalize(c *model.TestConfig) error {
 			c.Length = DefaultUDPLength
 		}
 	}
-	if c.IsUDP() {
-		switch {
-		case c.Length < MinUDPLength || c.Length > MaxUDPLength:
-			return fault.Errorf(fault.BadConfig, fmt.Sprintf("use -l between %d and %d bytes for UDP", MinUDPLength, MaxUDPLength), "datagram length %d B out of range", c.Length)
-		case c.Congestion != "" || c.MSS != 0 || c.NoDelay || c.ZeroCopy || c.SkipRxCopy:
-			return fault.Errorf(fault.BadConfig, "drop -C, -M, -N, -Z and --skip-rx-copy with -u", "congestion control, MSS, no-delay, zero-copy sending and skip-rx-copy are TCP options")
-		case c.ReadRate != 0:
-			return fault.Errorf(fault.BadConfig, "drop --read-rate with -u", "--read-rate is a TCP test (a slow reader closes the window)")
-		}
-	}
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
 	}
 	if c.Duration == 0 && c.Bytes == 0 {
 		c.Duration = DefaultDuration
 	}
+	return nil
+}
+
+// checkUDP checks what a UDP test asks that TCP would not.
+func checkUDP(c *model.TestConfig) error {
+	switch {
+	case c.Length < MinUDPLength || c.Length > MaxUDPLength:
+		return fault.Errorf(fault.BadConfig, fmt.Sprintf("use -l between %d and %d bytes for UDP", MinUDPLength, MaxUDPLength), "datagram length %d B out of range", c.Length)
+	case c.Congestion != "" || c.MSS != 0 || c.NoDelay || c.ZeroCopy || c.SkipRxCopy:
+		return fault.Errorf(fault.BadConfig, "drop -C, -M, -N, -Z and --skip-rx-copy with -u", "congestion control, MSS, no-delay, zero-copy sending and skip-rx-copy are TCP options")
+	case c.ReadRate != 0:
+		return fault.Errorf(fault.BadConfig, "drop --read-rate with -u", "--read-rate is a TCP test (a slow reader closes the window)")
+	}
+	return nil
+}
+
+// checkAmounts checks a test's streams, time, bytes and sizes.
+func checkAmounts(c *model.TestConfig) error {
 	switch {
 	case c.Parallel < 1 || c.Parallel > MaxParallel:
 		return fault.Errorf(fault.BadConfig, fmt.Sprintf("use -P between 1 and %d", MaxParallel), "parallel streams %d out of range", c.Parallel)
@@ -151,6 +177,13 @@ func Normalize(c *model.TestConfig) error {
 		return fault.Errorf(fault.BadConfig, "use -O with a positive duration", "negative omit %v", c.Omit)
 	case c.Reverse && c.Bidir:
 		return fault.Errorf(fault.BadConfig, "--bidir already sends both ways", "-R and --bidir together")
+	}
+	return nil
+}
+
+// checkOptions checks a test's CPUs, socket options and rates.
+func checkOptions(c *model.TestConfig) error {
+	switch {
 	case c.ClientCPU != nil && (*c.ClientCPU < 0 || *c.ClientCPU > 1023), c.ServerCPU != nil && (*c.ServerCPU < 0 || *c.ServerCPU > 1023):
 		return fault.Errorf(fault.BadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "CPU number out of range 0 to 1023")
 	case c.TOS < 0 || c.TOS > 255:

@@ -217,267 +217,154 @@ func (f *udpFlow) account(b []byte, arrival time.Duration) (fin bool) {
 // datagrams carry the time it was handed to the kernel and consecutive
 // sequence numbers, each in its own header.
 func (e *End) sendUDP(s *Stream) error {
+	w, err := e.newUDPSender(s)
+	if err != nil {
+		return err
+	}
 	f := s.udp
-	size := int(e.cfg.Length)
+	var werr error
+	for {
+		if w.pace > 0 && w.written > 0 && e.awaitDue(w.written, w.pace) {
+			break
+		}
+		if e.isStopped() || !w.deadline.IsZero() && time.Now().After(w.deadline) {
+			break
+		}
+		n := w.take()
+		if n == 0 {
+			break
+		}
+		ts := e.since()
+		for i := range n {
+			f.putHeader(w.buf[i*w.size:], ts, w.seq+uint64(i)+1)
+		}
+		sent, err := w.uio.send(w.buf, w.size, n)
+		if e.cfg.Bytes > 0 && sent < n {
+			// What the kernel did not take is not spent.
+			e.budget.Add(int64((n - sent) * w.size))
+		}
+		w.seq += uint64(sent)
+		f.packets.Store(int64(w.seq))
+		s.moved.Add(int64(sent * w.size))
+		w.written += int64(sent * w.size)
+		if err != nil {
+			goOn, ferr := w.failed(err)
+			if goOn {
+				continue
+			}
+			werr = ferr
+			break
+		}
+	}
+	s.finished = e.since()
+	w.close()
+	return werr
+}
+
+// udpSender is one UDP stream's sending: its bursts, pace and count.
+type udpSender struct {
+	e        *End
+	f        *udpFlow
+	uio      *udpIO
+	size     int // a datagram's
+	burst    int // datagrams a send
+	buf      []byte
+	pace     model.Bitrate
+	deadline time.Time
+	written  int64
+	seq      uint64
+	// refusals counts the ICMP port-unreachable errors sends met.
+	refusals int
+}
+
+func (e *End) newUDPSender(s *Stream) (*udpSender, error) {
+	f := s.udp
+	w := &udpSender{e: e, f: f, size: int(e.cfg.Length), pace: e.cfg.Bitrate}
 	hdr := udpHeader32
 	if f.wide {
 		hdr = udpHeader64
 	}
-	if size < hdr {
-		return fmt.Errorf("datagrams of %d bytes cannot hold the %d-byte header", size, hdr)
+	if w.size < hdr {
+		return nil, fmt.Errorf("datagrams of %d bytes cannot hold the %d-byte header", w.size, hdr)
 	}
 	uio, err := newUDPIO(f.conn, !e.cfg.NoGSO)
 	if err != nil {
-		return fmt.Errorf("send: %w", err)
+		return nil, fmt.Errorf("send: %w", err)
 	}
-	pace := e.cfg.Bitrate
-	burst := uio.burst(size)
-	if pace > 0 {
-		burst = max(1, min(burst, int(pace.BytesPerSecond()/1000/float64(size))))
+	w.uio = uio
+	w.burst = uio.burst(w.size)
+	if w.pace > 0 {
+		w.burst = max(1, min(w.burst, int(w.pace.BytesPerSecond()/1000/float64(w.size))))
 	}
-	buf := make([]byte, size*burst)
-	for i := range burst {
-		copy(buf[i*size:(i+1)*size], e.payload)
+	w.buf = make([]byte, w.size*w.burst)
+	for i := range w.burst {
+		copy(w.buf[i*w.size:(i+1)*w.size], e.payload)
 	}
-	deadline := time.Time{}
 	if d := span(&e.cfg); d > 0 {
-		deadline = e.t0.Add(d)
+		w.deadline = e.t0.Add(d)
 	} else if e.hardStop > 0 {
-		deadline = e.t0.Add(e.hardStop)
+		w.deadline = e.t0.Add(e.hardStop)
 	}
-	_ = f.conn.SetWriteDeadline(deadline)
-	byteMode := e.cfg.Bytes > 0
-	var written int64
-	var werr error
-	var seq uint64
-	refusals := 0
-loop:
-	for {
-		if pace > 0 && written > 0 && e.awaitDue(written, pace) {
-			break loop
-		}
-		select {
-		case <-e.stopped:
-			break loop
-		default:
-		}
-		if !deadline.IsZero() && time.Now().After(deadline) {
-			break
-		}
-		n := burst
-		if byteMode {
-			// Each datagram takes its share of the budget, the last one
-			// even if less than a datagram is left, as one write did.
-			k := 0
-			for k < n && e.budget.Add(-int64(size)) > -int64(size) {
-				k++
-			}
-			if k < n {
-				e.budget.Add(int64(size)) // the failed take
-			}
-			if n = k; n == 0 {
-				break
-			}
-		}
-		ts := e.since()
-		for i := range n {
-			f.putHeader(buf[i*size:], ts, seq+uint64(i)+1)
-		}
-		sent, err := uio.send(buf, size, n)
-		if byteMode && sent < n {
-			// What the kernel did not take is not spent.
-			e.budget.Add(int64((n - sent) * size))
-		}
-		seq += uint64(sent)
-		f.packets.Store(int64(seq))
-		s.moved.Add(int64(sent * size))
-		written += int64(sent * size)
-		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				break loop
-			case errors.Is(err, syscall.ECONNREFUSED) && e.side == model.ServerSide && refusals+1 >= udpMaxRefusals:
-				// The client's host says again and again that nothing
-				// listens at the port: whoever asked is gone, or was
-				// never there (an iperf3 hello names no test, and its
-				// port cannot be proven). Sending on would be a flood.
-				werr = fmt.Errorf("send: %v refused %d datagrams (ICMP port unreachable): nothing listens there", f.conn.RemoteAddr(), udpMaxRefusals)
-				break loop
-			case isTransientSendError(err):
-				// The peer's port is not open yet (ICMP unreachable from
-				// an earlier datagram) or a queue is full: the datagrams
-				// are not sent, as on a path that lost them, and the
-				// test goes on.
-				if errors.Is(err, syscall.ECONNREFUSED) {
-					refusals++
-				}
-				continue
-			}
-			werr = fmt.Errorf("send: %w", err)
-			break loop
-		}
-	}
-	s.finished = e.since()
-	if f.native {
-		// Closing datagrams, three in case some are lost, tell the
-		// receiver the count so it need not wait out its linger.
-		var fin [udpHeader64]byte
-		f.putHeader(fin[:], e.since(), udpFinFlag|seq)
-		_ = f.conn.SetWriteDeadline(time.Time{})
-		for range 3 {
-			_, _ = f.conn.Write(fin[:])
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	return werr
+	_ = f.conn.SetWriteDeadline(w.deadline)
+	return w, nil
 }
 
-// receiveUDP reads datagrams until the sender's closing datagram, the
-// control connection's end (iperf3), or udpLinger of silence past the
-// planned end. It reads what is queued in batches (udpIO), with GRO
-// if the test asked for it (--gro); each datagram is accounted on its
-// own, all of a batch with the batch's arrival time.
-func (e *End) receiveUDP(s *Stream) error {
-	f := s.udp
-	uio, err := newUDPIO(f.conn, !e.cfg.NoGSO)
-	if err != nil {
-		return fmt.Errorf("receive: %w", err)
+// take is how many datagrams the next send carries: a burst, or what is
+// left of the byte budget, each datagram taking its share, the last one
+// even if less than a datagram is left, as one write did.
+func (w *udpSender) take() int {
+	e := w.e
+	if e.cfg.Bytes <= 0 {
+		return w.burst
 	}
-	// GRO only when asked for (--gro): the kernel then counts the
-	// buffers it drops, not the datagrams in them (SO_RXQ_OVFL), and a
-	// drop count that is not a count of datagrams is no count.
-	gro := e.cfg.GRO && !e.cfg.NoGSO && uio.enableGRO()
-	if !gro && enableDropCount(f.conn) {
-		// The kernel counts the socket's drops from its creation, and
-		// each stream's socket is its own (connected, opened for this
-		// stream): no control message means no drop yet.
-		f.drops.Store(0)
+	k := 0
+	for k < w.burst && e.budget.Add(-int64(w.size)) > -int64(w.size) {
+		k++
 	}
-	limit := span(&e.cfg)
-	if limit == 0 {
-		limit = e.hardStop
+	if k < w.burst {
+		e.budget.Add(int64(w.size)) // the failed take
 	}
-	var hard time.Time
-	if limit > 0 {
-		hard = e.t0.Add(limit + finishGrace)
+	return k
+}
+
+// failed says whether sending goes on after a send's err, and if not,
+// with what error (nil: the deadline ended it).
+func (w *udpSender) failed(err error) (goOn bool, _ error) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	case errors.Is(err, syscall.ECONNREFUSED) && w.e.side == model.ServerSide && w.refusals+1 >= udpMaxRefusals:
+		// The client's host says again and again that nothing listens
+		// at the port: whoever asked is gone, or was never there (an
+		// iperf3 hello names no test, and its port cannot be proven).
+		// Sending on would be a flood.
+		return false, fmt.Errorf("send: %v refused %d datagrams (ICMP port unreachable): nothing listens there", w.f.conn.RemoteAddr(), udpMaxRefusals)
+	case isTransientSendError(err):
+		// The peer's port is not open yet (ICMP unreachable from an
+		// earlier datagram) or a queue is full: the datagrams are not
+		// sent, as on a path that lost them, and the test goes on.
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			w.refusals++
+		}
+		return true, nil
 	}
-	setDeadline := func(last time.Time) {
-		// Until the planned end the reader waits; after it, it gives the
-		// path udpLinger since the last datagram.
-		next := last.Add(udpLinger)
-		if limit > 0 && next.Before(e.t0.Add(limit+udpLinger)) {
-			next = e.t0.Add(limit + udpLinger)
-		}
-		if !hard.IsZero() && next.After(hard) {
-			next = hard
-		}
-		if limit == 0 && f.packets.Load() == 0 {
-			next = time.Time{} // a byte-count test not yet begun
-		}
-		if e.peerCloses {
-			next = hard // iperf3 ends the test on the control connection
-		}
-		if by, ok := e.drainDeadline(); ok {
-			next = by // it was ended: keep that end
-		}
-		_ = f.conn.SetReadDeadline(next)
+	return false, fmt.Errorf("send: %w", err)
+}
+
+// close sends a native stream's closing datagrams, three in case some
+// are lost: they tell the receiver the count so it need not wait out
+// its linger.
+func (w *udpSender) close() {
+	if !w.f.native {
+		return
 	}
-	setDeadline(time.Now())
-	// The deadline above may have replaced the end drainReceivers set
-	// in between, had TEST_END come first: that end stands. (The
-	// deadline is not moved again for iperf3: it stays at hard.)
-	if by, ok := e.drainDeadline(); ok {
-		_ = f.conn.SetReadDeadline(by)
+	var fin [udpHeader64]byte
+	w.f.putHeader(fin[:], w.e.since(), udpFinFlag|w.seq)
+	_ = w.f.conn.SetWriteDeadline(time.Time{})
+	for range 3 {
+		_, _ = w.f.conn.Write(fin[:])
+		time.Sleep(5 * time.Millisecond)
 	}
-	var lastDeadline time.Time
-	// take accounts one datagram; it reports the sender's closing one.
-	take := func(b []byte, arrival time.Duration) (fin bool) {
-		if f.account(b, arrival) {
-			return true
-		}
-		if s.first == 0 {
-			s.first = arrival
-		}
-		s.finished = arrival
-		s.moved.Add(int64(len(b)))
-		return false
-	}
-	var now time.Time
-	var arrival time.Duration
-	fin := false
-	// each accounts one datagram of a batch; false stops the batch at the
-	// closing datagram.
-	each := func(b []byte) bool {
-		if now.IsZero() {
-			now = time.Now()
-			arrival = now.Sub(e.t0)
-		}
-		if len(b) >= magicLen && string(b[:magicLen]) == udpMagic {
-			// A hello again: our answer was lost. Answer again.
-			if len(b) == udpHelloLen && e.side == model.ServerSide {
-				f.answerAgain()
-			}
-			return true
-		}
-		if take(b, arrival) {
-			// The sender is done: the test's time ends here, not at
-			// the last datagram, which a sender ahead of its rate
-			// sends early.
-			s.finished = arrival
-			fin = true
-			return false
-		}
-		return true
-	}
-	for {
-		now = time.Time{}
-		drops, haveDrops, _, err := uio.recv(false, each)
-		if haveDrops && !gro {
-			f.drops.Store(drops)
-		}
-		if err != nil && e.peerCloses && e.isStopped() {
-			// iperf3 ended the test on its control connection (TEST_END).
-			// The datagrams that had arrived are the test's, even if this
-			// reader had not got to them: the client counted them as
-			// sent. The test's time ran until TEST_END, as iperf3's
-			// receiver counts it, not to the last datagram: a sender
-			// that kept ahead of its rate sends its last one early.
-			// A receiver that read on past TEST_END (readOn) ran until
-			// its last datagram, when that came later.
-			derr := drainUDP(f, uio, !gro, func(b []byte) { take(b, e.since()) })
-			if e.readOn {
-				s.finished = max(s.finished, e.endedAt())
-			} else {
-				s.finished = e.endedAt()
-			}
-			return derr
-		}
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				// No closing datagram (all were lost): the sender ran
-				// to the planned end unless the test was stopped.
-				if p := span(&e.cfg); p > 0 && !e.isStopped() {
-					s.finished = max(s.finished, p)
-				}
-				break
-			}
-			if isTransientSendError(err) {
-				continue // an ICMP error from our own earlier answer
-			}
-			s.finished = e.since()
-			return fmt.Errorf("receive: %w", err)
-		}
-		if fin {
-			break
-		}
-		// Moving the deadline costs a system call: once a tenth of the
-		// linger is enough.
-		if !now.IsZero() && !e.peerCloses && now.Sub(lastDeadline) > udpLinger/10 {
-			setDeadline(now)
-			lastDeadline = now
-		}
-	}
-	return nil
 }
 
 // drainUDP reads what is queued on f's socket without waiting, for at
