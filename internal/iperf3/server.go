@@ -89,7 +89,7 @@ type serverTest struct {
 func (h *Handler) control(ctx context.Context, conn *perf.Conn, cookie []byte) {
 	defer conn.Close()
 	srv := conn.Server
-	t := &serverTest{h: h, srv: srv, conn: conn, k: &ctlConn{c: conn}, log: srv.Logger.With("client", conn.RemoteAddr().String(), "tool", "iperf3")}
+	t := &serverTest{h: h, srv: srv, conn: conn, k: &ctlConn{c: conn}, log: srv.Log().With("client", conn.RemoteAddr().String(), "tool", "iperf3")}
 	_ = conn.SetNoDelay(true)
 	user, ok := t.admit(cookie)
 	if !ok {

@@ -75,9 +75,11 @@ type Server struct {
 	pinned        bool // a test holds the server pinned
 
 	// gate admits the tests (theGate builds it from the settings above
-	// once, at Serve or an earlier call); subs are the subscribers
-	// given before it was built.
+	// once, at Serve or an earlier call), and logger is Logger or a
+	// discarding one, set then too; subs are the subscribers given
+	// before the gate was built.
 	gate     *gate.Gate
+	logger   *slog.Logger
 	gateOnce sync.Once
 	subs     []func(gate.Event)
 	mu       sync.Mutex
@@ -196,11 +198,11 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 // Serve accepts connections until ctx ends, then stops the running tests
 // (their clients are told and get their results) and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
-	if s.ShutdownGrace == 0 {
-		s.ShutdownGrace = 15 * time.Second
+	// Serve writes none of the settings: Status, LameDuck and the
+	// protocols read them from other goroutines meanwhile.
+	grace := s.ShutdownGrace
+	if grace == 0 {
+		grace = 15 * time.Second
 	}
 	g := s.theGate()
 	s.mu.Lock()
@@ -226,7 +228,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var pc *net.UDPConn
 	uerr := s.inNetns(func() (err error) { pc, err = listenUDP(ctx, ln.Addr()); return err })
 	if uerr != nil {
-		s.Logger.Warn("UDP tests unavailable", "err", uerr)
+		s.logger.Warn("UDP tests unavailable", "err", uerr)
 	} else {
 		defer pc.Close()
 		stopUDP := context.AfterFunc(ctx, func() { _ = pc.Close() })
@@ -241,8 +243,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		HeadTimeout: handshakeTimeout,
 		// Running tests are stopped with ctx, and their clients told:
 		// that takes up to a sender's finishing grace.
-		Grace:  s.ShutdownGrace + finishGrace,
-		Logger: s.Logger,
+		Grace:  grace + finishGrace,
+		Logger: s.logger,
 	}
 	s.mu.Lock()
 	s.door = door
@@ -266,11 +268,11 @@ func (s *Server) theGate() *gate.Gate {
 			t := s.Limits.Table()
 			policy = &t
 		}
-		logger := s.Logger
-		if logger == nil {
-			logger = slog.New(slog.DiscardHandler)
+		s.logger = s.Logger
+		if s.logger == nil {
+			s.logger = slog.New(slog.DiscardHandler)
 		}
-		g := &gate.Gate{Policy: policy, OneTest: s.OneTest, IdleTimeout: s.IdleTimeout, Logger: logger}
+		g := &gate.Gate{Policy: policy, OneTest: s.OneTest, IdleTimeout: s.IdleTimeout, Logger: s.logger}
 		s.mu.Lock()
 		for _, fn := range s.subs {
 			g.Subscribe(fn)
@@ -300,6 +302,13 @@ func (s *Server) Subscribe(fn func(gate.Event)) {
 
 // Gate is the server's gate: its admissions, refusals and state.
 func (s *Server) Gate() *gate.Gate { return s.theGate() }
+
+// Log is the server's logger (Logger, or one that discards), for the
+// protocols it serves.
+func (s *Server) Log() *slog.Logger {
+	s.theGate()
+	return s.logger
+}
 
 // routes are the server's protocols on its port, as the front door
 // tries them: the native control and data connections, then the
@@ -488,7 +497,7 @@ func (s *Server) closeLate(t *serverTest) {
 // control runs one test from hello to bye.
 func (s *Server) control(ctx context.Context, conn net.Conn, admitted func()) {
 	defer conn.Close()
-	log := s.Logger.With("client", conn.RemoteAddr().String())
+	log := s.logger.With("client", conn.RemoteAddr().String())
 	c := newCtrl(conn, maxClientMessage)
 	m, err := c.recv(handshakeTimeout)
 	if err != nil || m.Type != msgHello {
@@ -680,7 +689,7 @@ func (s *Server) pin(cpu *int) (*int, func()) {
 	if cpu == nil {
 		return nil, nothing
 	}
-	log := s.Logger
+	log := s.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

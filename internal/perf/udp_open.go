@@ -126,7 +126,7 @@ func (s *Server) serveUDP(ctx context.Context, pc *net.UDPConn) {
 			}
 			var ne net.Error
 			if !errors.As(err, &ne) && !isTransientSendError(err) {
-				s.Logger.Warn("udp read", "err", err)
+				s.logger.Warn("udp read", "err", err)
 				time.Sleep(50 * time.Millisecond)
 			}
 			continue
@@ -159,7 +159,7 @@ func (s *Server) udpNative(ctx context.Context, pc *net.UDPConn, peer *net.UDPAd
 	}
 	uc, err := s.connectUDP(ctx, pc, peer)
 	if err != nil {
-		s.Logger.Warn("udp stream", "err", err)
+		s.logger.Warn("udp stream", "err", err)
 		return
 	}
 	f := newUDPFlow(uc, true, true)
@@ -229,7 +229,7 @@ func (s *Server) udpByAddr(ctx context.Context, pc *net.UDPConn, peer *net.UDPAd
 	}
 	uc, err := s.connectUDP(ctx, pc, peer)
 	if err != nil {
-		s.Logger.Warn("udp stream", "err", err)
+		s.logger.Warn("udp stream", "err", err)
 		return
 	}
 	if _, err := uc.Write(t.udpReply); err != nil {
