@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,10 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
-	"github.com/tcpscope/tcpscope/internal/hostinfo"
+	"github.com/tcpscope/tcpscope/internal/measure"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
-	"github.com/tcpscope/tcpscope/internal/probe"
 	"github.com/tcpscope/tcpscope/internal/report"
 )
 
@@ -74,47 +73,22 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	start := time.Now()
 	say := func(format string, args ...any) {
 		if !f.json {
 			fmt.Fprintf(stdout, format+"\n", args...)
 		}
 	}
-	res := &diagnose.Report{Schema: diagnose.ReportSchema}
-
-	// 1. The host.
-	res.Host, err = hostinfo.Reader{}.Read(ctx)
+	l := &measure.Layered{Client: &perf.Client{Version: Version, Network: "tcp"}, Duration: f.duration, Parallel: f.parallel,
+		Congestion: f.congestion, Reverse: dirs, Target: f.target,
+		Progress: func(p measure.Progress) { sayProgress(say, addr, f.duration, p) }}
+	res, testErr, err := l.Run(cmd.Context(), addr)
+	var pathErr *measure.PathError
+	if errors.As(err, &pathErr) {
+		return perf.ClassifyDial(unwrapProbe(pathErr.Err), addr)
+	}
 	if err != nil {
 		return err
 	}
-	say("1. host: Linux %s, tcp_rmem %q, tcp_wmem %q, %s", res.Host.Kernel, res.Host.Sysctls["net.ipv4.tcp_rmem"],
-		res.Host.Sysctls["net.ipv4.tcp_wmem"], res.Host.Sysctls["net.ipv4.tcp_congestion_control"])
-
-	// 2. The path.
-	res.Path, err = probe.Path(ctx, nil, "tcp", addr, 5)
-	if err != nil {
-		return perf.ClassifyDial(unwrapProbe(err), addr)
-	}
-	say("2. path to %s: RTT %v (min of %d handshakes; median %v), MSS %d B, path MTU %d B", addr,
-		res.Path.RTTMin.Round(time.Microsecond), res.Path.Connects, res.Path.RTTMedian.Round(time.Microsecond), res.Path.MSS, res.Path.PMTU)
-
-	// 3. The tests.
-	measured, testErr, err := diagnoseTests(cmd, f, addr, dirs, res, say)
-	if err != nil {
-		return err
-	}
-
-	// 4. Findings, from the bottom up. The host is sized for the target
-	// over the path's measured round trip, and its buffers judged against
-	// the rate the tests measured.
-	all := diagnose.Host(res.Host, diagnose.HostOptions{Target: f.target, RTT: res.Path.RTTMin, Measured: measured})
-	all = append(all, diagnose.Path(res.Path)...)
-	for _, r := range res.Runs {
-		all = append(all, r.Diagnosis...)
-	}
-	res.Findings = diagnose.ByLayer(diagnose.Merge(all))
-	res.Took = time.Since(start)
 	if err := writeDiagnosis(stdout, f, res, say); err != nil {
 		return err
 	}
@@ -146,48 +120,32 @@ func diagnoseDirections(f *diagnoseFlags) ([]bool, error) {
 	return dirs, nil
 }
 
-// diagnoseTests runs the instrumented tests into res and returns the best
-// goodput measured, and the first error of a test that broke off. A test
-// that breaks off still has a run: what it measured is the diagnosis of
-// why it broke (a path-MTU black hole stalls every test), so it is kept
-// and the next test runs. err is set only when a test produced no run.
-func diagnoseTests(cmd *cobra.Command, f *diagnoseFlags, addr string, dirs []bool, res *diagnose.Report, say func(string, ...any)) (measured model.Bitrate, testErr, err error) {
-	ctx := cmd.Context()
-	client := &perf.Client{Version: Version, Network: "tcp", SetupWarnings: diagnose.BufferWarnings}
-	for _, reverse := range dirs {
-		cfg := model.TestConfig{Duration: f.duration, Parallel: f.parallel, Reverse: reverse, Omit: min(time.Second, f.duration/4),
-			Congestion: f.congestion}
-		run, err := client.Run(ctx, addr, cfg)
-		if run == nil {
-			return measured, testErr, err
-		}
-		if err != nil {
-			testErr = cmp.Or(testErr, err)
-			res.Errors = append(res.Errors, err.Error())
-		}
-		res.Runs = append(res.Runs, run)
-		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
-		for i, lim := range diagnose.Limits(run) {
-			s := run.Summary[i]
-			res.Limits = append(res.Limits, lim)
+// sayProgress prints a step of the method as it completes.
+func sayProgress(say func(string, ...any), addr string, d time.Duration, p measure.Progress) {
+	res := p.Report
+	switch p.Step {
+	case 1:
+		say("1. host: Linux %s, tcp_rmem %q, tcp_wmem %q, %s", res.Host.Kernel, res.Host.Sysctls["net.ipv4.tcp_rmem"],
+			res.Host.Sysctls["net.ipv4.tcp_wmem"], res.Host.Sysctls["net.ipv4.tcp_congestion_control"])
+	case 2:
+		say("2. path to %s: RTT %v (min of %d handshakes; median %v), MSS %d B, path MTU %d B", addr,
+			res.Path.RTTMin.Round(time.Microsecond), res.Path.Connects, res.Path.RTTMedian.Round(time.Microsecond), res.Path.MSS, res.Path.PMTU)
+	case 3:
+		for i, lim := range p.Limits {
+			s := p.Run.Summary[i]
 			got, retr := "goodput not measured", "retransmissions not measured"
 			if g, ok := s.Goodput.Get(); ok {
 				got = g.String()
-				measured = max(measured, g)
 			}
 			if n, ok := s.RetransSegs.Get(); ok {
 				retr = fmt.Sprintf("retransmitted %d segments", n)
 			}
-			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), f.duration, got, retr, limitWords(lim))
+			say("3. test, %s for %v: %s, %s; limited by %s", directionWords(s.Direction), d, got, retr, limitWords(lim))
 		}
-		if err != nil {
-			say("   the test broke off: %v", err)
-		}
-		if ctx.Err() != nil {
-			break
+		if p.Err != nil {
+			say("   the test broke off: %v", p.Err)
 		}
 	}
-	return measured, testErr, nil
 }
 
 // writeDiagnosis prints the report: one JSON document, or the limits and

@@ -15,6 +15,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
+	"github.com/tcpscope/tcpscope/internal/measure"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/report"
@@ -278,12 +279,11 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 	pr := newPresenter(f, format, stdout)
 	client.Observer = pr.observer
 	ctx := cmd.Context()
-	run, runErr := testWith(f, client)(ctx, addr, f.cfg)
+	t := &measure.Test{Client: client, Iperf3: f.iperf3, ServerOutput: f.srvOutput, Blocks: int64(f.blocks),
+		NoDiagnosis: f.noDiagnose, Target: f.target}
+	run, runErr := t.Run(ctx, addr, f.cfg)
 	if run == nil {
 		return nil, false, pr.noRun(ctx, runErr, stderr)
-	}
-	if !f.noDiagnose {
-		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: f.target})
 	}
 	return pr.end(ctx, run, runErr)
 }
@@ -384,22 +384,6 @@ func newTestClient(f *testFlags) (*perf.Client, error) {
 		client.Bind = ip
 	}
 	return client, nil
-}
-
-// testWith is how the test runs: iperf3's protocol with --iperf3, or
-// tcpscope's, falling back to iperf3's when the server is a stock iperf3.
-func testWith(f *testFlags, client *perf.Client) func(context.Context, string, model.TestConfig) (*model.Run, error) {
-	i3 := &iperf3.Client{Native: client, ServerOutput: f.srvOutput, Blocks: int64(f.blocks)}
-	if f.iperf3 {
-		return i3.Run
-	}
-	return func(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
-		run, err := client.Run(ctx, addr, cfg)
-		if errors.Is(err, perf.ErrIperf3Server) {
-			return i3.Fallback(ctx, addr, cfg)
-		}
-		return run, err
-	}
 }
 
 // presenter writes a test's output in the form the flags chose: text or
