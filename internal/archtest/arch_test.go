@@ -58,6 +58,8 @@ var allowed = map[string][]string{
 	"internal/frontdoor":      {},
 	"internal/fault":          {},
 	"internal/gate":           {"internal/fault", "internal/limits", "internal/model"},
+	"internal/server":         {"internal/daemon", "internal/diagnose", "internal/fault", "internal/gate", "internal/health", "internal/i3auth", "internal/iperf3", "internal/limits", "internal/model", "internal/perf", "internal/token"},
+	"internal/measure":        {"internal/diagnose", "internal/hostinfo", "internal/iperf3", "internal/model", "internal/perf", "internal/probe"},
 	"internal/interop":        {},
 	"bench/interop":           {"internal/interop"},
 

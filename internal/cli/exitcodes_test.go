@@ -145,7 +145,7 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 			oneLine(t, stderr, msg)
 		})
 	}
-	addr := server(t, perf.Limits{})
+	addr := serveNative(t, perf.Limits{})
 
 	covered[ExitOK] = true
 	t.Run("success", func(t *testing.T) {
@@ -160,7 +160,7 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 	expect("no SYN-ACK", ExitTimeout, "timed out connecting", "test", fullListener(t), "--connect-timeout", "300")
 	expect("not a tcpscope server", ExitProtocol, "does not speak tcpscope's protocol", "test", foreignListener(t))
 	expect("reset at hello", ExitProtocol, "closed the connection", "test", resetListener(t))
-	limited := server(t, perf.Limits{MaxDuration: 300 * time.Millisecond})
+	limited := serveNative(t, perf.Limits{MaxDuration: 300 * time.Millisecond})
 	expect("byte count cut by the server's limit", ExitBusy, "duration limit", "test", limited, "-n", "1T", "--no-diagnose")
 	t.Run("timed test at the server's limit", func(t *testing.T) {
 		// It meets the limit at its own end (ended server-limit): it ran.

@@ -67,7 +67,7 @@ func TestExplainStockIperf3(t *testing.T) {
 // --json and --json-stream to the diagnosis the test itself made, and
 // -f iperf3-json to what that shape carries.
 func TestExplainEveryFormat(t *testing.T) {
-	addr := server(t, perf.Limits{})
+	addr := serveNative(t, perf.Limits{})
 	dir := t.TempDir()
 	save := func(name string, args ...string) string {
 		t.Helper()

@@ -276,7 +276,7 @@ func TestIperf3JSONErrors(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	busy := server(t, perf.Limits{MaxDuration: time.Second})
+	busy := serveNative(t, perf.Limits{MaxDuration: time.Second})
 	vanishing := fakeIperf3(t, func(ctl, data net.Conn) {
 		// The server dies mid-test: a first interval, then nothing.
 		io.CopyN(io.Discard, data, 1<<20)

@@ -140,7 +140,7 @@ func TestServerLameDuck(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"serving"`) {
 				t.Fatalf("/healthz on the server's port: %s %s", resp.Status, body)
 			}
-			if resp, err := http.Post("http://"+addr+"/lameduck", "", nil); err != nil || resp.StatusCode == http.StatusAccepted {
+			if resp, err := http.Post("http://"+addr+"/lameduck", "", nil); err != nil || resp.StatusCode != http.StatusNotFound {
 				t.Fatalf("POST /lameduck on the server's port: %v %v", resp, err)
 			} else {
 				resp.Body.Close()
@@ -176,5 +176,43 @@ func TestServerJSONLogError(t *testing.T) {
 	var rec map[string]any
 	if code != ExitUsage || out != "" || json.Unmarshal([]byte(errs), &rec) != nil || rec["msg"] != "server failed" || rec["exit_code"] != float64(ExitUsage) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// --config takes the flags' settings from a TOML file, the command line
+// overriding it; a misspelt or malformed setting is one line with its
+// line number and a hint.
+func TestServerConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("server.toml", "# a long-running server\nmax-tests = 3\nmax-streams = 16\n\"max-duration\" = \"90s\"\n")
+	code, out, errs := run("server", "--config", good, "--check")
+	if code != 0 || !strings.Contains(out, "server: 3 tests") || !strings.Contains(out, "streams    16 per test") || !strings.Contains(out, "1m30s") {
+		t.Errorf("from the file: exit %d:\n%s%s", code, out, errs)
+	}
+	code, out, errs = run("server", "--config", good, "--max-tests", "5", "--check")
+	if code != 0 || !strings.Contains(out, "server: 5 tests") || !strings.Contains(out, "streams    16 per test") {
+		t.Errorf("the command line over the file: exit %d:\n%s%s", code, out, errs)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"max-tests = 3\nmax-tsts = 4\n", `line 2: unknown setting "max-tsts"`},
+		{"max-tests = 3\n[server]\nmax-tests = 3\n", "line 2: [server] is a table"},
+		{"max-tests = \"many\"\n", `max-tests = "many"`},
+		{"max-tests = = 3\n", "line 1:"},
+		{"config = \"other.toml\"\n", `unknown setting "config"`},
+	} {
+		code, _, errs := run("server", "--config", write("bad.toml", tc.body), "--check")
+		if code != ExitUsage || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 || !strings.Contains(errs, "try:") {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and one line with %q and a hint", tc.body, code, errs, ExitUsage, tc.want)
+		}
+	}
+	if code, _, errs := run("server", "--config", filepath.Join(dir, "none.toml")); code != ExitUsage || !strings.Contains(errs, "--config") {
+		t.Errorf("a missing file: exit %d, %q", code, errs)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // carry none, while the test still samples each second for the summary
 // (the -J document keeps those samples, as docs/JSON.md says).
 func TestIntervalZero(t *testing.T) {
-	addr := server(t, perf.Limits{})
+	addr := serveNative(t, perf.Limits{})
 	// An interval line names its span ("0.00-1.01"); the control run
 	// keeps the pattern true to the layout.
 	span := regexp.MustCompile(`\d\.\d\d-\d\.\d\d`)
@@ -119,7 +119,7 @@ func TestConnectTimeout(t *testing.T) {
 // prefixed "TIME TITLE:  ", the output appended to the file (stdout
 // empty), a failure's line in the file too.
 func TestTitleTimestampsLogfile(t *testing.T) {
-	addr := server(t, perf.Limits{})
+	addr := serveNative(t, perf.Limits{})
 	logfile := filepath.Join(t.TempDir(), "log")
 	if err := os.WriteFile(logfile, []byte("kept\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestStrftimeLayout(t *testing.T) {
 // reads it back (getsockopt) into its stream setup, TCP and UDP, either
 // direction.
 func TestTOSBothEnds(t *testing.T) {
-	addr := server(t, perf.Limits{})
+	addr := serveNative(t, perf.Limits{})
 	for _, c := range []struct {
 		args []string
 		tos  int
@@ -215,7 +215,7 @@ func TestTOSBothEnds(t *testing.T) {
 // runs in this process); a server that does not allow clients to pin it
 // runs the test unpinned, and the client warns.
 func TestAffinityFlag(t *testing.T) {
-	addr := server(t, perf.Limits{})
+	addr := serveNative(t, perf.Limits{})
 	code, out, stderr := run("test", addr, "-t", "0.3", "--json", "--no-diagnose", "-A", "0,0")
 	var r model.Run
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {

@@ -326,3 +326,7 @@ func (c *prefixConn) Read(b []byte) (int, error) {
 	}
 	return c.Conn.Read(b)
 }
+
+// NetConn is the connection beneath, for what unwraps connections to
+// their socket (tcpinfo.Socket).
+func (c *prefixConn) NetConn() net.Conn { return c.Conn }

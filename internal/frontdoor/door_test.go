@@ -107,25 +107,7 @@ func startDoor(t *testing.T, maxPending int) *doorFixture {
 		HeadTimeout: 2 * time.Second,
 		Grace:       2 * time.Second,
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.addr = ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.door.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not return 5 s after its context ended")
-		}
-	})
+	f.addr = perftest.Serve(t, f.door)
 	return f
 }
 
