@@ -17,6 +17,10 @@ const (
 	// Ended: the test is over; the event carries its record. (The
 	// ticket's release follows.)
 	Ended
+	// Interval: the server's end of the test sampled an interval; the
+	// event carries it (in the end's sampling goroutine: a subscriber
+	// must return at once).
+	Interval
 )
 
 // Event is a test's admission or end, for the gate's subscribers: the
@@ -27,6 +31,8 @@ type Event struct {
 	Test *Ticket
 	// Record is the ended test's (Ended only).
 	Record *Record
+	// Interval is the server end's interval (Interval only).
+	Interval *model.Interval
 }
 
 // Record is what the server saw of one test.
@@ -69,6 +75,10 @@ func (g *Gate) Subscribe(fn func(Event)) (unsubscribe func()) {
 // publish hands e to every subscriber, in the order they subscribed.
 func (g *Gate) publish(e Event) {
 	g.mu.Lock()
+	if len(g.subs) == 0 {
+		g.mu.Unlock()
+		return
+	}
 	ids := make([]int, 0, len(g.subs))
 	for id := range g.subs {
 		ids = append(ids, id)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
+	"github.com/tcpscope/tcpscope/internal/model"
 )
 
 // Gate admits a server's tests under its policy, whatever their
@@ -319,6 +320,12 @@ func (t *Ticket) arrivedLocked() {
 		delete(g.expected, key)
 	}
 	g.expectedTotal -= t.Streams
+}
+
+// Interval tells the gate's subscribers of an interval of the server's
+// end of the test, as it is sampled.
+func (t *Ticket) Interval(iv model.Interval) {
+	t.g.publish(Event{Kind: Interval, Test: t, Interval: &iv})
 }
 
 // Ended tells the gate's subscribers how the test went: what the server

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
+	"github.com/tcpscope/tcpscope/internal/model"
 )
 
 func addr(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 40000} }
@@ -220,9 +222,12 @@ func TestSubscribers(t *testing.T) {
 	g := newGate(t, nil)
 	var first, second []string
 	g.Subscribe(func(e Event) {
-		what := map[Kind]string{Admitted: "admitted", Ended: "ended"}[e.Kind] + " " + e.Test.Key
-		if e.Kind == Ended {
+		what := map[Kind]string{Admitted: "admitted", Ended: "ended", Interval: "interval"}[e.Kind] + " " + e.Test.Key
+		switch e.Kind {
+		case Ended:
 			what += " " + e.Record.Tool
+		case Interval:
+			what += fmt.Sprint(" ", e.Interval.Index)
 		}
 		first = append(first, what)
 	})
@@ -231,6 +236,8 @@ func TestSubscribers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tk.Interval(model.Interval{Index: 0})
+	tk.Interval(model.Interval{Index: 1})
 	tk.Ended(Record{Tool: "iperf3"})
 	tk.Release()
 	unsub()
@@ -240,7 +247,7 @@ func TestSubscribers(t *testing.T) {
 	}
 	tk.Ended(Record{Tool: "tcpscope"})
 	tk.Release()
-	if want := []string{"admitted a", "ended a iperf3", "admitted b", "ended b tcpscope"}; !slices.Equal(first, want) {
+	if want := []string{"admitted a", "interval a 0", "interval a 1", "ended a iperf3", "admitted b", "ended b tcpscope"}; !slices.Equal(first, want) {
 		t.Errorf("first subscriber heard %q, want %q", first, want)
 	}
 	if want := []string{"iperf3"}; !slices.Equal(second, want) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tcpscope/tcpscope/internal/frontdoor"
+	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -48,6 +49,18 @@ func TestOnePortServesEveryProtocol(t *testing.T) {
 	srv := &perf.Server{Version: "test", HTTP: mux,
 		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
 	srv.Handle(&iperf3.Handler{})
+	// The gate's events, by protocol: each test's intervals as its
+	// server end samples them, and its end.
+	var evMu sync.Mutex
+	events := map[string]map[gate.Kind]int{}
+	srv.Subscribe(func(e gate.Event) {
+		evMu.Lock()
+		defer evMu.Unlock()
+		if events[e.Test.Protocol] == nil {
+			events[e.Test.Protocol] = map[gate.Kind]int{}
+		}
+		events[e.Test.Protocol][e.Kind]++
+	})
 	addr := perftest.Serve(t, srv)
 	_, port, _ := net.SplitHostPort(addr)
 
@@ -112,6 +125,22 @@ func TestOnePortServesEveryProtocol(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// A test's end is published once its server side is done, which
+	// may be after its client has its results.
+	ended := func() bool {
+		evMu.Lock()
+		defer evMu.Unlock()
+		return events["iperf3"][gate.Ended] == 1 && events["tcpscope"][gate.Ended] == 1
+	}
+	for deadline := time.Now().Add(10 * time.Second); !ended() && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	}
+	evMu.Lock()
+	for _, proto := range []string{"iperf3", "tcpscope"} {
+		if ev := events[proto]; ev[gate.Admitted] != 1 || ev[gate.Interval] < 1 || ev[gate.Ended] != 1 {
+			t.Errorf("%s: events %v, want one admission, intervals, one end", proto, ev)
+		}
+	}
+	evMu.Unlock()
 	served := srv.Served()
 	t.Logf("served %v", served)
 	// iperf3: a control connection and two streams; native: a control

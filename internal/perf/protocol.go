@@ -182,7 +182,7 @@ func (t *Test) ServerEnd(cfg model.TestConfig, streams []*Stream, o EndOptions) 
 			first = err
 		}
 	}
-	e := newEnd(model.ServerSide, capped, streams, func(model.Interval) {})
+	e := newEnd(model.ServerSide, capped, streams, t.t.ticket.Interval)
 	e.setOptions(o)
 	e.settings = t.s.tcpSettings()
 	e.hardStop = t.t.class.MaxDuration

@@ -641,6 +641,7 @@ func (s *Server) runTest(ctx context.Context, c *ctrl, t *serverTest, cfg model.
 	// aborted rather than left to pile up.
 	out := startIntervalSender(c.send, tick, cancel)
 	e := newEnd(model.ServerSide, ecfg, streams, func(iv model.Interval) {
+		t.ticket.Interval(iv)
 		if !out.add(iv) {
 			cancel()
 		}
