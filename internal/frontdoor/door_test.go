@@ -278,3 +278,41 @@ func TestIsHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A client that starts a request, a TLS handshake or the first bytes and
+// stops is closed after HeadTimeout, and its pending place is given
+// back: a slow client holds nothing for longer.
+func TestSlowClientsClosed(t *testing.T) {
+	f := startDoor(t, 8) // a head timeout of 2 s
+	for name, start := range map[string]string{
+		"first bytes":       "TCP",
+		"an HTTP header":    "GET /conn HTTP/1.1\r\nHost: x\r\n",
+		"a TLS ClientHello": "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, err := net.Dial("tcp", f.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, start); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err = io.Copy(io.Discard, c)
+			took := time.Since(began)
+			if err != nil || took > 2*time.Second+time.Second {
+				t.Errorf("closed after %v (%v): want it closed within the 2 s head timeout", took, err)
+			}
+			deadline := time.Now().Add(3 * time.Second)
+			for f.pending.pending() != 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := f.pending.pending(); n != 0 {
+				t.Errorf("%d connections still pending after a slow client was closed", n)
+			}
+		})
+	}
+}
