@@ -63,34 +63,28 @@ func (g *Gate) Subscribe(fn func(Event)) (unsubscribe func()) {
 	g.mu.Lock()
 	g.subID++
 	id := g.subID
-	g.subs[id] = fn
+	g.subs = append(g.subs, subscriber{id, fn})
 	g.mu.Unlock()
 	return func() {
 		g.mu.Lock()
-		delete(g.subs, id)
+		g.subs = slices.DeleteFunc(slices.Clone(g.subs), func(s subscriber) bool { return s.id == id })
 		g.mu.Unlock()
 	}
+}
+
+// subscriber is a Subscribe call's function, by its place in the order.
+type subscriber struct {
+	id int
+	fn func(Event)
 }
 
 // publish hands e to every subscriber, in the order they subscribed.
 func (g *Gate) publish(e Event) {
 	g.mu.Lock()
-	if len(g.subs) == 0 {
-		g.mu.Unlock()
-		return
-	}
-	ids := make([]int, 0, len(g.subs))
-	for id := range g.subs {
-		ids = append(ids, id)
-	}
-	fns := make([]func(Event), 0, len(ids))
-	slices.Sort(ids)
-	for _, id := range ids {
-		fns = append(fns, g.subs[id])
-	}
+	subs := g.subs // Subscribe appends and unsubscribing copies: this one stays as it is
 	g.mu.Unlock()
-	for _, fn := range fns {
-		fn(e)
+	for _, s := range subs {
+		s.fn(e)
 	}
 }
 

@@ -56,7 +56,7 @@ type Gate struct {
 	// share counts the streams of all admitted tests, for GOMAXPROCS to
 	// follow them (fair.go).
 	share fairShare
-	subs  map[int]func(Event)
+	subs  []subscriber
 	subID int
 }
 
@@ -75,7 +75,6 @@ func (g *Gate) init() {
 		g.expected = map[string]int{}
 		g.drained = make(chan struct{})
 		g.done = make(chan struct{})
-		g.subs = map[int]func(Event){}
 		g.refusals.logger = g.Logger
 	})
 }

@@ -109,12 +109,7 @@ func (l *Layered) progress(p Progress) {
 // goodput measured, and the first error of a test that broke off.
 func (l *Layered) tests(ctx context.Context, addr string, res *diagnose.Report) (measured model.Bitrate, testErr, err error) {
 	d := cmp.Or(l.Duration, 5*time.Second)
-	client := l.Client
-	if client.SetupWarnings == nil {
-		c := *client
-		c.SetupWarnings = diagnose.BufferWarnings
-		client = &c
-	}
+	client := withWarnings(l.Client)
 	for _, reverse := range l.Reverse {
 		cfg := model.TestConfig{Duration: d, Parallel: max(l.Parallel, 1), Reverse: reverse, Omit: min(time.Second, d/4),
 			Congestion: l.Congestion}

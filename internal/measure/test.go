@@ -33,12 +33,7 @@ type Test struct {
 // returned with the error, its diagnosis included: what it measured is
 // the diagnosis of why it broke.
 func (t *Test) Run(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
-	client := t.Client
-	if client.SetupWarnings == nil {
-		c := *client
-		c.SetupWarnings = diagnose.BufferWarnings
-		client = &c
-	}
+	client := withWarnings(t.Client)
 	i3 := &iperf3.Client{Native: client, ServerOutput: t.ServerOutput, Blocks: t.Blocks}
 	var run *model.Run
 	var err error
@@ -55,4 +50,15 @@ func (t *Test) Run(ctx context.Context, addr string, cfg model.TestConfig) (*mod
 		run.Diagnosis = diagnose.Test(run, diagnose.Options{Target: t.Target})
 	}
 	return run, err
+}
+
+// withWarnings is c, or a copy of it that warns of socket setups as the
+// diagnosis reads them when c has no SetupWarnings of its own.
+func withWarnings(c *perf.Client) *perf.Client {
+	if c.SetupWarnings != nil {
+		return c
+	}
+	w := *c
+	w.SetupWarnings = diagnose.BufferWarnings
+	return &w
 }
