@@ -76,11 +76,12 @@ check: vet
 test: setup vet
 	@mkdir -p bin && $(GO) build -o bin/testtiers ./tools/testtiers
 	bin/testtiers -go $(GO) -json bin/test.json -- -p 1 -count=1 -timeout 15m ./...
-	@# The engine again under the race detector (it needs cgo): its
-	@# loopback tier, whose concurrency is the engine's own; the namespace
-	@# tests ran above, and under the detector they would double CI's time.
+	@# The engine, the server's port and gate, the protocols and the
+	@# presenters again under the race detector (it needs cgo): their
+	@# loopback tier, where the concurrency is; the namespace tests ran
+	@# above, and under the detector they would double CI's time.
 	@# One package at a time, as above: timing checks hold on a quiet host.
-	CGO_ENABLED=1 $(GO) test -race -short -p 1 -count=1 -timeout 10m ./internal/perf ./internal/iperf3 ./internal/cli ./internal/report
+	CGO_ENABLED=1 $(GO) test -race -short -p 1 -count=1 -timeout 10m ./internal/engine ./internal/serve ./internal/gate ./internal/perf ./internal/iperf3 ./internal/cli ./internal/report
 
 # Short fuzzing of the decoders (the CI test run replays their seed corpora).
 fuzz:

@@ -154,7 +154,7 @@ func classify(err error) (int, string) {
 		}
 		return ExitUsage, hint
 	}
-	hint := fault.HintOf(err)
+	hint := fault.Phrase(fault.HintOf(err), flagOf)
 	switch fault.CodeOf(err) {
 	case fault.Refused:
 		return ExitRefused, hint

@@ -16,9 +16,10 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/report"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
-func serveNative(t *testing.T, lim perf.Limits) string {
+func serveNative(t *testing.T, lim serve.Limits) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,7 +27,7 @@ func serveNative(t *testing.T, lim perf.Limits) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { (&perf.Server{Limits: lim, Version: Version}).Serve(ctx, ln); close(done) }()
+	go func() { perf.Add(&serve.Server{Limits: lim, Version: Version}).Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return ln.Addr().String()
 }
@@ -41,7 +42,7 @@ func TestExitCodes(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	addr := serveNative(t, perf.Limits{MaxDuration: 2 * time.Second})
+	addr := serveNative(t, serve.Limits{MaxDuration: 2 * time.Second})
 	cases := []struct {
 		name string
 		args []string
@@ -96,7 +97,7 @@ func TestExitCodes(t *testing.T) {
 // iperf3 users choose the mode with -c HOST or -s: tcpscope reads them
 // as test and server.
 func TestIperf3ModeFlags(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	// test -c HOST too: iperf3's flag inside the test command (it was
 	// refused, "unknown shorthand flag").
 	for _, args := range [][]string{{"-c", addr}, {"--client", addr}, {"--client=" + addr}, {"-c" + addr}, {"test", "-c", addr}, {"test", "--client", addr}} {
@@ -160,7 +161,7 @@ func eventually(try func() error) error {
 }
 
 func TestTextOutputShowsBothEnds(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, stderr := run("test", addr, "-t", "0.5", "-i", "0.2", "-P", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -188,7 +189,7 @@ func TestTextOutputShowsBothEnds(t *testing.T) {
 }
 
 func TestJSONOutput(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, stderr := run("test", addr, "-t", "0.4", "-i", "0.1", "--json", "-R")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -206,7 +207,7 @@ func TestJSONOutput(t *testing.T) {
 }
 
 func TestJSONStream(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, stderr := run("test", addr, "-t", "0.4", "-i", "0.1", "--json-stream")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -303,7 +304,7 @@ func TestLabNeedsRoot(t *testing.T) {
 
 // -k counts blocks of -l bytes, as iperf3's does.
 func TestBlockCount(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, stderr := run("test", addr, "-k", "40", "-l", "64K", "--json", "--no-diagnose")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/dial"
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/measure"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
@@ -78,13 +80,13 @@ func runDiagnose(cmd *cobra.Command, f *diagnoseFlags, target string, stdout, st
 			fmt.Fprintf(stdout, format+"\n", args...)
 		}
 	}
-	l := &measure.Layered{Client: &perf.Client{Version: Version, Network: "tcp"}, Duration: f.duration, Parallel: f.parallel,
+	l := &measure.Layered{Client: &perf.Client{Version: Version, Dialer: dial.Dialer{Network: "tcp"}}, Duration: f.duration, Parallel: f.parallel,
 		Congestion: f.congestion, Reverse: dirs, Target: f.target,
 		Progress: func(p measure.Progress) { sayProgress(say, addr, f.duration, p) }}
 	res, testErr, err := l.Run(cmd.Context(), addr)
 	var pathErr *measure.PathError
 	if errors.As(err, &pathErr) {
-		return perf.ClassifyDial(unwrapProbe(pathErr.Err), addr)
+		return dial.Classify(unwrapProbe(pathErr.Err), addr)
 	}
 	if err != nil {
 		return err
@@ -111,8 +113,8 @@ func diagnoseDirections(f *diagnoseFlags) ([]bool, error) {
 	default:
 		return nil, usagef("--direction up, down or both", "unknown direction %q", f.direction)
 	}
-	if f.parallel < 1 || f.parallel > perf.MaxParallel {
-		return nil, usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.parallel)
+	if f.parallel < 1 || f.parallel > engine.MaxParallel {
+		return nil, usagef(fmt.Sprintf("-P between 1 and %d", engine.MaxParallel), "parallel streams %d out of range", f.parallel)
 	}
 	if f.duration == 0 {
 		f.duration = 5 * time.Second

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // readmeExitCodes are the codes of the README's exit-code table.
@@ -145,7 +146,7 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 			oneLine(t, stderr, msg)
 		})
 	}
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 
 	covered[ExitOK] = true
 	t.Run("success", func(t *testing.T) {
@@ -160,7 +161,7 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 	expect("no SYN-ACK", ExitTimeout, "timed out connecting", "test", fullListener(t), "--connect-timeout", "300")
 	expect("not a tcpscope server", ExitProtocol, "does not speak tcpscope's protocol", "test", foreignListener(t))
 	expect("reset at hello", ExitProtocol, "closed the connection", "test", resetListener(t))
-	limited := serveNative(t, perf.Limits{MaxDuration: 300 * time.Millisecond})
+	limited := serveNative(t, serve.Limits{MaxDuration: 300 * time.Millisecond})
 	expect("byte count cut by the server's limit", ExitBusy, "duration limit", "test", limited, "-n", "1T", "--no-diagnose")
 	t.Run("timed test at the server's limit", func(t *testing.T) {
 		// It meets the limit at its own end (ended server-limit): it ran.
@@ -174,6 +175,9 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 	}
 	defer taken.Close()
 	expect("server's port in use", ExitInUse, "another server is listening", "server", "--listen", taken.Addr().String())
+	// A hint names a test's settings by field; the command line says
+	// its flags.
+	expect("hint in flags", ExitUsage, "try: drop -C, -M, -N, -Z and --skip-rx-copy with -u", "test", addr, "-u", "-C", "cubic")
 	expect("calc hint", ExitUsage, "try: tcpscope calc bdp --help", "calc", "bdp", "--rate", "100Mb", "--rtt", "20ms")
 
 	// A server shut down mid-test (SIGTERM's path): the results so far
@@ -186,7 +190,7 @@ func testExitPaths(t *testing.T, covered map[int]bool) {
 		}
 		sctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { (&perf.Server{Version: Version}).Serve(sctx, ln); close(done) }()
+		go func() { perf.Add(&serve.Server{Version: Version}).Serve(sctx, ln); close(done) }()
 		defer func() { stop(); <-done }()
 		out := &trigger{mark: `"event":"interval"`, f: stop}
 		var errb bytes.Buffer

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/tcpscope/tcpscope/internal/golden"
+	"github.com/tcpscope/tcpscope/internal/serve"
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/report"
 )
 
@@ -67,7 +67,7 @@ func TestExplainStockIperf3(t *testing.T) {
 // --json and --json-stream to the diagnosis the test itself made, and
 // -f iperf3-json to what that shape carries.
 func TestExplainEveryFormat(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	dir := t.TempDir()
 	save := func(name string, args ...string) string {
 		t.Helper()

@@ -9,13 +9,13 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // A result saved with --json diagnoses offline to the same findings the
 // test printed; broken input gets one line and exit 2.
 func TestExplainSavedResult(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, errOut := run("test", addr, "-t", "0.5", "--json")
 	if code != 0 {
 		t.Fatalf("test: exit %d: %s", code, errOut)
@@ -92,7 +92,7 @@ func TestHostCommand(t *testing.T) {
 // --format iperf3-json writes iperf3's -J shape, which iperf3 parsers read:
 // the sums agree with the per-stream halves.
 func TestIperf3JSONFormat(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, errOut := run("test", addr, "-t", "0.5", "-P", "2", "--format", "iperf3-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

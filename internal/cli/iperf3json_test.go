@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // iperf3Bin is the stock iperf3 the tests run: $TCPSCOPE_IPERF3 when set,
@@ -276,7 +276,7 @@ func TestIperf3JSONErrors(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	closed := ln.Addr().String()
 	ln.Close()
-	busy := serveNative(t, perf.Limits{MaxDuration: time.Second})
+	busy := serveNative(t, serve.Limits{MaxDuration: time.Second})
 	vanishing := fakeIperf3(t, func(ctl, data net.Conn) {
 		// The server dies mid-test: a first interval, then nothing.
 		io.CopyN(io.Discard, data, 1<<20)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/daemon"
-	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 	"github.com/tcpscope/tcpscope/internal/server"
 )
 
@@ -20,7 +20,7 @@ type serverFlags struct {
 	listen     string
 	port       int    // iperf3's -p: replaces the port of --listen
 	bind       string // iperf3's -B: replaces the host of --listen
-	limits     perf.Limits
+	limits     serve.Limits
 	limitsFile string
 	check      bool
 	health     string
@@ -55,7 +55,7 @@ var limitFlags = []string{"max-tests", "max-duration", "max-streams", "max-total
 // newServerCmd is the server command; args are the whole command line,
 // which -D runs again in the background.
 func newServerCmd(args []string, stdout, stderr io.Writer) *cobra.Command {
-	f := &serverFlags{limits: perf.DefaultLimits, tokenLifetime: 24 * time.Hour}
+	f := &serverFlags{limits: serve.DefaultLimits, tokenLifetime: 24 * time.Hour}
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Serve tcpscope tests, many clients at once",

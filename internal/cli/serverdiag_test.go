@@ -13,6 +13,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // The server's own diagnosis of a test paced at 1 Mbit/s (what its log
@@ -89,7 +90,7 @@ func served(t *testing.T, policy *limits.Table, cfg model.TestConfig) gate.Recor
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		srv := &perf.Server{Version: Version, Policy: policy}
+		srv := perf.Add(&serve.Server{Version: Version, Policy: policy})
 		srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 		srv.Serve(ctx, ln)
 		close(done)

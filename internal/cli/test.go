@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tcpscope/tcpscope/internal/diagnose"
+	"github.com/tcpscope/tcpscope/internal/dial"
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/measure"
@@ -270,7 +272,7 @@ func testRun(cmd *cobra.Command, f *testFlags, target string, stdout, stderr io.
 		return nil, false, err
 	}
 	if cpu := f.cfg.ClientCPU; cpu != nil {
-		unpin, err := perf.PinProcess(*cpu)
+		unpin, err := engine.PinProcess(*cpu)
 		if err != nil {
 			return nil, false, usagef("give a CPU this process may run on (see nproc, taskset -p $$)", "-A %d: %v", *cpu, err)
 		}
@@ -306,8 +308,8 @@ func checkTestFlags(f *testFlags) (model.RateFormat, error) {
 		return format, usagef("choose one", "--json and --json-stream together")
 	case f.ipv4 && f.ipv6:
 		return format, usagef("choose one", "-4 and -6 together")
-	case f.cfg.Parallel < 1 || f.cfg.Parallel > perf.MaxParallel:
-		return format, usagef(fmt.Sprintf("-P between 1 and %d", perf.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
+	case f.cfg.Parallel < 1 || f.cfg.Parallel > engine.MaxParallel:
+		return format, usagef(fmt.Sprintf("-P between 1 and %d", engine.MaxParallel), "parallel streams %d out of range", f.cfg.Parallel)
 	}
 	return format, nil
 }
@@ -339,7 +341,7 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 	if f.udp {
 		f.cfg.Protocol = model.UDP
 		if !cmd.Flags().Changed("bitrate") {
-			f.cfg.Bitrate = perf.DefaultUDPBitrate
+			f.cfg.Bitrate = engine.DefaultUDPBitrate
 		}
 	}
 	if f.blocks > 0 {
@@ -351,19 +353,19 @@ func testConfig(cmd *cobra.Command, f *testFlags) error {
 			// of its 128 KiB, tcpscope's write size too.
 			f.cfg.Length = iperf3BlockLength
 			if f.cfg.IsUDP() {
-				f.cfg.Length = perf.DefaultUDPLength
+				f.cfg.Length = engine.DefaultUDPLength
 			}
 		}
 		f.cfg.Bytes = f.blocks * f.cfg.Length
 	}
-	return perf.Normalize(&f.cfg)
+	return engine.Normalize(&f.cfg)
 }
 
 // newTestClient is the client the flags describe: network, local
 // address, access token and TLS.
 func newTestClient(f *testFlags) (*perf.Client, error) {
-	client := &perf.Client{Version: Version, Network: "tcp", Token: f.token, SetupWarnings: diagnose.BufferWarnings,
-		ConnectTimeout: f.connectTimeout}
+	client := &perf.Client{Version: Version, Dialer: dial.Dialer{Network: "tcp", ConnectTimeout: f.connectTimeout},
+		Token: f.token, SetupWarnings: diagnose.BufferWarnings}
 	if client.Token == "" {
 		client.Token = os.Getenv("TCPSCOPE_TOKEN")
 	}
@@ -371,17 +373,17 @@ func newTestClient(f *testFlags) (*perf.Client, error) {
 		return nil, err
 	}
 	if f.ipv4 {
-		client.Network = "tcp4"
+		client.Dialer.Network = "tcp4"
 	}
 	if f.ipv6 {
-		client.Network = "tcp6"
+		client.Dialer.Network = "tcp6"
 	}
 	if f.bind != "" {
 		ip, err := netip.ParseAddr(f.bind)
 		if err != nil {
 			return nil, usagef("--bind takes a local IP address", "bad --bind address %q", f.bind)
 		}
-		client.Bind = ip
+		client.Dialer.Bind = ip
 	}
 	return client, nil
 }
@@ -389,7 +391,7 @@ func newTestClient(f *testFlags) (*perf.Client, error) {
 // presenter writes a test's output in the form the flags chose: text or
 // JSON lines as it runs (observer), or one document at the end.
 type presenter struct {
-	observer   perf.Observer
+	observer   model.Observer
 	out        interface{ End(*model.Run) error } // text or JSON lines; nil: a document
 	stream     *report.Stream
 	iperf3JSON bool
@@ -417,7 +419,7 @@ func newPresenter(f *testFlags, format model.RateFormat, w io.Writer) *presenter
 
 // noIntervals passes a test's start on and drops its intervals: -i 0's
 // output, whose summary is the only report.
-type noIntervals struct{ perf.Observer }
+type noIntervals struct{ model.Observer }
 
 func (noIntervals) Interval(model.Side, *model.Interval) {}
 
@@ -436,7 +438,7 @@ func terminalWidth(w io.Writer) int {
 // fail ends a JSON-lines output with the error.
 func (p *presenter) fail(err error) {
 	if p.stream != nil {
-		_ = p.stream.Fail(string(fault.CodeOf(err)), err.Error(), fault.HintOf(err))
+		_ = p.stream.Fail(string(fault.CodeOf(err)), err.Error(), fault.Phrase(fault.HintOf(err), flagOf))
 	}
 }
 

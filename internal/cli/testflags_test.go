@@ -13,16 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // -i 0 is iperf3's "no interval reports": the text and the JSON stream
 // carry none, while the test still samples each second for the summary
 // (the -J document keeps those samples, as docs/JSON.md says).
 func TestIntervalZero(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	// An interval line names its span ("0.00-1.01"); the control run
 	// keeps the pattern true to the layout.
 	span := regexp.MustCompile(`\d\.\d\d-\d\.\d\d`)
@@ -49,7 +50,7 @@ func TestIntervalZero(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {
 		t.Fatalf("exit %d (%s): %.300s", code, stderr, out)
 	}
-	if r.Config.Interval != perf.DefaultInterval || len(r.Client.Intervals) == 0 {
+	if r.Config.Interval != engine.DefaultInterval || len(r.Client.Intervals) == 0 {
 		t.Fatalf("-J with -i 0: interval %v, %d client intervals; want the default's samples", r.Config.Interval, len(r.Client.Intervals))
 	}
 	// iperf3 -i 0 -J has one interval spanning the test.
@@ -119,7 +120,7 @@ func TestConnectTimeout(t *testing.T) {
 // prefixed "TIME TITLE:  ", the output appended to the file (stdout
 // empty), a failure's line in the file too.
 func TestTitleTimestampsLogfile(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	logfile := filepath.Join(t.TempDir(), "log")
 	if err := os.WriteFile(logfile, []byte("kept\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestStrftimeLayout(t *testing.T) {
 // reads it back (getsockopt) into its stream setup, TCP and UDP, either
 // direction.
 func TestTOSBothEnds(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	for _, c := range []struct {
 		args []string
 		tos  int
@@ -215,7 +216,7 @@ func TestTOSBothEnds(t *testing.T) {
 // runs in this process); a server that does not allow clients to pin it
 // runs the test unpinned, and the client warns.
 func TestAffinityFlag(t *testing.T) {
-	addr := serveNative(t, perf.Limits{})
+	addr := serveNative(t, serve.Limits{})
 	code, out, stderr := run("test", addr, "-t", "0.3", "--json", "--no-diagnose", "-A", "0,0")
 	var r model.Run
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil {

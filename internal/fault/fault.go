@@ -8,6 +8,7 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code classifies why a test could not run.
@@ -33,6 +34,14 @@ const (
 )
 
 // Error is a failure with a code, a message and a hint for the user.
+// A hint names what the user may change by its field, in braces: a
+// test's settings by model.TestConfig's JSON keys ("use {parallel}
+// between 1 and 128"), a client's own as {token} (its access token),
+// {tls} (TLS, by a CA or a pin), {tls_pin}, {bind} and
+// {connect_timeout}. Each front end phrases the names its own way
+// (Phrase): a flag for the terminal, a JSON key for an API. The native
+// protocol sends hints as written, so that its client phrases a
+// server's too.
 type Error struct {
 	Code Code
 	Msg  string
@@ -63,7 +72,33 @@ func CodeOf(err error) Code {
 	return ""
 }
 
-// HintOf is the hint attached to err, if any.
+// Phrase is hint with each field named in braces replaced by name's
+// name for it; a front end that has no name for a field (name returns
+// "") shows the field's own, in backquotes.
+func Phrase(hint string, name func(field string) string) string {
+	if !strings.Contains(hint, "{") {
+		return hint
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(hint, '{')
+		j := strings.IndexByte(hint[i+1:], '}')
+		if i < 0 || j < 0 {
+			b.WriteString(hint)
+			return b.String()
+		}
+		field := hint[i+1 : i+1+j]
+		b.WriteString(hint[:i])
+		if n := name(field); n != "" {
+			b.WriteString(n)
+		} else {
+			b.WriteString("`" + field + "`")
+		}
+		hint = hint[i+2+j:]
+	}
+}
+
+// HintOf is the hint attached to err, if any, as written (see Error).
 func HintOf(err error) string {
 	var e *Error
 	if errors.As(err, &e) {

@@ -24,3 +24,21 @@ func TestCodeAndHintThroughWrapping(t *testing.T) {
 		t.Errorf("Errorf: %+v", e)
 	}
 }
+
+// A hint's fields are phrased by the front end: its name for each, or
+// the field itself in backquotes where it has none; text without braces
+// is left alone.
+func TestPhrase(t *testing.T) {
+	flags := func(f string) string { return map[string]string{"parallel": "-P", "duration_ns": "-t"}[f] }
+	for _, c := range []struct{ hint, want string }{
+		{"use {parallel} between 1 and 128", "use -P between 1 and 128"},
+		{"use {duration_ns} and {omit_ns} of at most 24 hours", "use -t and `omit_ns` of at most 24 hours"},
+		{"run again later", "run again later"},
+		{"an unclosed {brace", "an unclosed {brace"},
+		{"", ""},
+	} {
+		if got := Phrase(c.hint, flags); got != c.want {
+			t.Errorf("Phrase(%q) = %q, want %q", c.hint, got, c.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // -A n,m against a stock iperf3 server: the client sends iperf3's
@@ -55,7 +56,7 @@ func TestIperf3ServerAffinity(t *testing.T) {
 	cpu := 1
 	done := make(chan error, 1)
 	go func() {
-		_, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), fmt.Sprintf("127.0.0.1:%d", port),
+		_, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), fmt.Sprintf("127.0.0.1:%d", port),
 			model.TestConfig{Duration: 2 * time.Second, ServerCPU: &cpu})
 		done <- err
 	}()
@@ -96,7 +97,7 @@ func TestServeIperf3ServerAffinity(t *testing.T) {
 	}
 	for _, allow := range []bool{false, true} {
 		logs := &lockedBuffer{}
-		srv := &perf.Server{Version: "test", AllowAffinity: allow, Logger: slog.New(slog.NewTextHandler(logs, nil))}
+		srv := perf.Add(&serve.Server{Version: "test", AllowAffinity: allow, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		srv.Handle(&iperf3.Handler{})
 		addr := perftest.Serve(t, srv)
 		_, port, _ := net.SplitHostPort(addr)
@@ -141,7 +142,7 @@ func TestServeIperf3ServerAffinity(t *testing.T) {
 			t.Errorf("allow %v: the server warned of the pin:\n%s", allow, logs.String())
 		}
 		// Every thread's, not only this one's: a sender pinned to one CPU
-		// (perf.EndOptions.OneCPU) for this or an earlier test gives its
+		// (engine.EndOptions.OneCPU) for this or an earlier test gives its
 		// thread's mask back as it ends, which may outlast the test by a
 		// moment. (It used to end locked instead: on the main thread,
 		// which the runtime parks rather than ends, that left an idle

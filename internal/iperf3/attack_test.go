@@ -11,11 +11,12 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // serveWith runs srv, with the iperf3 Handler added, on a fresh loopback
 // port until the test ends.
-func serveWith(t *testing.T, srv *perf.Server) string {
+func serveWith(t *testing.T, srv *serve.Server) string {
 	t.Helper()
 	srv.Handle(&Handler{})
 	return perftest.Serve(t, srv)
@@ -25,7 +26,7 @@ func serveWith(t *testing.T, srv *perf.Server) string {
 // TestOverflowingDurationRefused): iperf3's parameters are seconds in
 // float64s.
 func TestOverflowingDurationRefused(t *testing.T) {
-	addr := serveWith(t, &perf.Server{Version: "test", Limits: perf.Limits{MaxDuration: 10 * time.Second}})
+	addr := serveWith(t, perf.Add(&serve.Server{Version: "test", Limits: serve.Limits{MaxDuration: 10 * time.Second}}))
 	// iperf3's parameters are seconds in float64s.
 	i3Next := byte('a')
 	for _, params := range []string{
@@ -96,7 +97,7 @@ func i3SendParams(t *testing.T, c net.Conn, params string) byte {
 // streams stay under --max-total-streams. Before, they were counted as
 // one test, and all 8 ran, 1,024 streams under a limit of 512.
 func TestCookieReuseCountsEveryTest(t *testing.T) {
-	addr := serveWith(t, &perf.Server{Version: "test", Limits: perf.Limits{MaxTests: 2, MaxTotalStreams: 512}})
+	addr := serveWith(t, perf.Add(&serve.Server{Version: "test", Limits: serve.Limits{MaxTests: 2, MaxTotalStreams: 512}}))
 	cookie := i3TestCookie('z')
 	params, _ := json.Marshal(map[string]any{"tcp": true, "time": 3, "parallel": 128, "len": 131072})
 	conns := make([]net.Conn, 8)
@@ -125,7 +126,7 @@ func TestCookieReuseCountsEveryTest(t *testing.T) {
 // connection's is not answered, and its test gets no stream from it.
 func TestForgedIperf3UDPHelloIgnored(t *testing.T) {
 	t.Parallel() // no test runs; a window for nothing to arrive
-	addr := serveWith(t, &perf.Server{Version: "test"})
+	addr := serveWith(t, perf.Add(&serve.Server{Version: "test"}))
 	server, _ := net.ResolveUDPAddr("udp4", addr)
 	to, received := perftest.Victim(t, "127.0.0.3")
 	c := i3Open(t, addr, i3TestCookie('u'))

@@ -8,17 +8,26 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // Client runs tests against stock iperf3 servers (3.x): iperf3's control
 // protocol, with tcpscope's own client-side kernel samples.
 type Client struct {
-	// Native dials, observes and stamps the test as a native client
-	// would (its address family, --bind, Observer, Version).
-	Native *perf.Client
+	// Dialer opens the connections: address family, --bind, and the
+	// connect timeout, as a native client's.
+	Dialer dial.Dialer
+	// Version is the client's, in the run and in what the server is
+	// told (its client_version).
+	Version string
+	// Observer, when set, sees the test while it runs.
+	Observer model.Observer
+	// Now is the wall clock for the run's start stamp (default
+	// time.Now).
+	Now func() time.Time
 	// ServerOutput asks the server for its own output
 	// (--get-server-output).
 	ServerOutput bool
@@ -29,6 +38,15 @@ type Client struct {
 	// fallback: the test falls back from the native protocol (Fallback),
 	// and says so in a warning from its start.
 	fallback bool
+}
+
+// newRun starts the record of a test against addr, stamped now.
+func (c *Client) newRun(addr string, cfg model.TestConfig) *model.Run {
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	return model.NewRun(addr, cfg, now(), c.Version)
 }
 
 // fallbackWarning is the warning of a test that fell back to iperf3's
@@ -70,20 +88,20 @@ func (c *Client) Fallback(ctx context.Context, addr string, cfg model.TestConfig
 
 // check refuses what a stock iperf3 server cannot run.
 func (c *Client) check(cfg *model.TestConfig) error {
-	if err := perf.Normalize(cfg); err != nil {
+	if err := engine.Normalize(cfg); err != nil {
 		return err
 	}
 	switch {
 	case cfg.Bytes > 0 && (cfg.Reverse || cfg.Bidir) && cfg.IsUDP():
-		return fault.Errorf(fault.BadConfig, "use -t with -u -R or -u --bidir against iperf3 servers", "against an iperf3 server, a UDP test this client receives cannot end on -n or -k yet")
+		return fault.Errorf(fault.BadConfig, "use {duration_ns} with {udp} {reverse} or {udp} {bidir} against iperf3 servers", "against an iperf3 server, a UDP test this client receives cannot end on -n or -k yet")
 	case c.Blocks > 0 && model.Bytes(c.Blocks)*cfg.Length != cfg.Bytes:
 		return fault.Errorf(fault.BadConfig, "", "a block count of %d blocks of %d B is not the %d B to send", c.Blocks, cfg.Length, cfg.Bytes)
 	case cfg.Duration%time.Second != 0 || cfg.Omit%time.Second != 0:
-		return fault.Errorf(fault.BadConfig, "use whole seconds for -t and -O", "iperf3 takes -t and -O in whole seconds")
+		return fault.Errorf(fault.BadConfig, "use whole seconds for {duration_ns} and {omit_ns}", "iperf3 takes -t and -O in whole seconds")
 	case cfg.Length > model.MiB:
-		return fault.Errorf(fault.BadConfig, "use -l up to 1M", "iperf3 servers take writes up to 1 MiB")
+		return fault.Errorf(fault.BadConfig, "use {length} up to 1M", "iperf3 servers take writes up to 1 MiB")
 	case cfg.ReadRate > 0:
-		return fault.Errorf(fault.BadConfig, "drop --read-rate", "--read-rate needs a tcpscope server")
+		return fault.Errorf(fault.BadConfig, "drop {read_rate}", "--read-rate needs a tcpscope server")
 	}
 	return nil
 }
@@ -96,7 +114,7 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if err := c.check(&cfg); err != nil {
 		return nil, err
 	}
-	t := &clientTest{c: c, addr: addr, cfg: cfg, run: c.Native.NewRun(addr, cfg)}
+	t := &clientTest{c: c, addr: addr, cfg: cfg, run: c.newRun(addr, cfg)}
 	t.run.Remote.Version = "iperf3"
 	t.run.Remote.NoKernelState = true
 	if c.fallback {
@@ -129,8 +147,8 @@ type clientTest struct {
 	cookie []byte
 	// stopWatch ends the handshake's watch on ctx (see handshake).
 	stopWatch func() bool
-	streams   []*perf.Stream
-	e         *perf.End
+	streams   []*engine.Stream
+	e         *engine.End
 	// running is when TEST_RUNNING arrived: the server's clock started
 	// when it sent it, and its senders with it.
 	running time.Time
@@ -157,7 +175,7 @@ func (t *clientTest) close() {
 // parameters, and waits for CREATE_STREAMS.
 func (t *clientTest) handshake(ctx context.Context) error {
 	began := time.Now()
-	cc, err := t.c.Native.Dial(ctx, t.addr, nil, "")
+	cc, err := t.c.Dialer.TCP(ctx, t.addr, nil, "")
 	if err != nil {
 		return err
 	}
@@ -173,18 +191,18 @@ func (t *clientTest) handshake(ctx context.Context) error {
 		return &fault.Error{Code: fault.Aborted, Msg: "send cookie", Err: err}
 	}
 	// The first answer within what is left of --connect-timeout.
-	if err := t.k.expect(stateParamExchange, t.c.Native.AnswerWait(began)); err != nil {
+	if err := t.k.expect(stateParamExchange, t.c.Dialer.AnswerWait(began)); err != nil {
 		err = wrapHandshake(err, t.addr)
-		if t.c.Native.ConnectTimeout > 0 && fault.CodeOf(err) == fault.Timeout {
-			err = fault.Errorf(fault.Timeout, fmt.Sprintf("is %s an iperf3 server, and not busy with a stuck client? a longer --connect-timeout waits more", t.addr),
-				"no answer from %s within the connect timeout of %v", t.addr, t.c.Native.ConnectTimeout)
+		if t.c.Dialer.ConnectTimeout > 0 && fault.CodeOf(err) == fault.Timeout {
+			err = fault.Errorf(fault.Timeout, fmt.Sprintf("is %s an iperf3 server, and not busy with a stuck client? a longer {connect_timeout} waits more", t.addr),
+				"no answer from %s within the connect timeout of %v", t.addr, t.c.Dialer.ConnectTimeout)
 		}
 		return err
 	}
 	if err := t.k.sendJSON(t.c.params(&t.cfg)); err != nil {
 		return &fault.Error{Code: fault.Aborted, Msg: "send parameters", Err: err}
 	}
-	if err := t.k.expect(stateCreateStreams, perf.HandshakeTimeout); err != nil {
+	if err := t.k.expect(stateCreateStreams, engine.HandshakeTimeout); err != nil {
 		return wrapHandshake(err, t.addr)
 	}
 	return nil
@@ -208,7 +226,7 @@ func (c *Client) params(cfg *model.TestConfig) params {
 	}
 	p := params{Omit: int(cfg.Omit / time.Second), Time: int(cfg.Duration / time.Second), Num: int64(cfg.Bytes), BlockCount: c.Blocks, Parallel: cfg.Parallel,
 		Len: int(cfg.Length), Window: int64(cfg.Window), MSS: cfg.MSS, Bandwidth: int64(cfg.Bitrate), FQRate: int64(cfg.FQRate),
-		Congestion: cfg.Congestion, TOS: cfg.TOS, ServerAffinity: cfg.ServerCPU, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Native.Version,
+		Congestion: cfg.Congestion, TOS: cfg.TOS, ServerAffinity: cfg.ServerCPU, PacingTimer: 1000, ClientVersion: "tcpscope " + c.Version,
 		UDP: on(cfg.IsUDP()), TCP: on(!cfg.IsUDP()), Reverse: on(cfg.Reverse), Bidirectional: on(cfg.Bidir), NoDelay: on(cfg.NoDelay),
 		// A server that sends (-R, --bidir) sends with zero copy too.
 		Counters64: onInt(cfg.Counters64), ServerOutput: onInt(c.ServerOutput), ZeroCopy: onInt(cfg.ZeroCopy),
@@ -227,21 +245,21 @@ func (t *clientTest) openStreams(ctx context.Context) error {
 	cfg := &t.cfg
 	for i, d := range cfg.Directions() {
 		role := model.RoleOf(model.ClientSide, d)
-		var s *perf.Stream
+		var s *engine.Stream
 		if cfg.IsUDP() {
 			// iperf3's server binds its next UDP listener after each
 			// answer: one stream after another.
-			uc, err := t.c.Native.DialUDP(ctx, t.addr, cfg, role, udpHello, isUDPReply)
+			uc, err := t.c.Dialer.UDP(ctx, t.addr, cfg, role, udpHello, isUDPReply)
 			if err != nil {
 				return err
 			}
-			s = perf.NewUDPStream(i, role, uc, cfg.Counters64)
+			s = engine.NewUDPStream(i, role, uc, cfg.Counters64)
 		} else {
-			tc, err := t.c.Native.Dial(ctx, t.addr, cfg, role)
+			tc, err := t.c.Dialer.TCP(ctx, t.addr, cfg, role)
 			if err != nil {
 				return err
 			}
-			s = perf.NewTCPStream(i, role, tc)
+			s = engine.NewTCPStream(i, role, tc)
 			_ = tc.SetNoDelay(cfg.NoDelay)
 			if _, err := tc.Write(t.cookie); err != nil {
 				t.streams = append(t.streams, s)
@@ -256,10 +274,10 @@ func (t *clientTest) openStreams(ctx context.Context) error {
 
 // start waits for the server to start the test, and tells the Observer.
 func (t *clientTest) start(ctx context.Context) error {
-	if err := t.k.expect(stateTestStart, perf.HandshakeTimeout); err != nil {
+	if err := t.k.expect(stateTestStart, engine.HandshakeTimeout); err != nil {
 		return wrapHandshake(err, t.addr)
 	}
-	if err := t.k.expect(stateTestRunning, perf.HandshakeTimeout); err != nil {
+	if err := t.k.expect(stateTestRunning, engine.HandshakeTimeout); err != nil {
 		return wrapHandshake(err, t.addr)
 	}
 	// The server's clock started when it sent TEST_RUNNING, and its
@@ -276,7 +294,7 @@ func (t *clientTest) start(ctx context.Context) error {
 		}
 		t.run.Streams[i].Client = &setup
 	}
-	if o := t.c.Native.Observer; o != nil {
+	if o := t.c.Observer; o != nil {
 		o.Begin(t.run)
 	}
 	return nil
@@ -290,7 +308,7 @@ func (t *clientTest) start(ctx context.Context) error {
 // ends ours.
 func (t *clientTest) measure(ctx context.Context) error {
 	// One CPU, as a stock client's one thread (see the server's).
-	o := perf.EndOptions{Start: t.running, PeerCloses: true, OneCPU: true}
+	o := engine.EndOptions{Start: t.running, PeerCloses: true, OneCPU: true}
 	ender := newEnder(t)
 	if goal := newReadGoal(t.cfg); goal != nil {
 		o.OnRead = func(n int) {
@@ -299,8 +317,8 @@ func (t *clientTest) measure(ctx context.Context) error {
 			}
 		}
 	}
-	t.e = perf.NewEnd(model.ClientSide, t.cfg, t.streams, func(iv model.Interval) {
-		if obs := t.c.Native.Observer; obs != nil {
+	t.e = engine.NewEnd(model.ClientSide, t.cfg, t.streams, func(iv model.Interval) {
+		if obs := t.c.Observer; obs != nil {
 			obs.Interval(model.ClientSide, &iv)
 		}
 	}, o)
@@ -330,7 +348,7 @@ func (t *clientTest) measure(ctx context.Context) error {
 	ender.grace.Stop()
 	timer.Stop()
 	interrupt()
-	t.run.Client = t.e.Report(t.c.Native.Version)
+	t.run.Client = t.e.Report(t.c.Version)
 	return runErr
 }
 
@@ -396,14 +414,14 @@ func (d *ender) timedTCP() bool { return d.t.cfg.Duration > 0 && !d.t.cfg.IsUDP(
 // server stops writing at TEST_END, but what it wrote before (its send
 // buffer, -w 8M: seconds of a slow path) still drains, and its streams
 // close only behind it. A timed TCP test's receivers count it until
-// perf.CutAfter past the planned end, as a native receiver does, and at
+// engine.CutAfter past the planned end, as a native receiver does, and at
 // least two round trips after TEST_END, for what was in flight then;
-// others until the server closes its streams, at most perf.FinishGrace.
+// others until the server closes its streams, at most engine.FinishGrace.
 func (d *ender) cutWait() time.Duration {
 	if !d.timedTCP() {
-		return perf.FinishGrace
+		return engine.FinishGrace
 	}
-	planned := d.t.running.Add(d.t.cfg.Omit + d.t.cfg.Duration + perf.CutAfter)
+	planned := d.t.running.Add(d.t.cfg.Omit + d.t.cfg.Duration + engine.CutAfter)
 	return max(time.Until(planned), 2*controlRTT(d.t.cc)+10*time.Millisecond)
 }
 
@@ -413,7 +431,7 @@ func (d *ender) stopTest() { d.stopOnce.Do(func() { close(d.endNow) }) }
 // watch runs the ending on its own goroutine; the channel it returns
 // closes once TEST_END is sent.
 func (d *ender) watch(waitCtx context.Context) <-chan struct{} {
-	var senders []*perf.Stream
+	var senders []*engine.Stream
 	for _, s := range d.t.streams {
 		if s.Role() == model.Sender {
 			senders = append(senders, s)
@@ -433,7 +451,7 @@ func (d *ender) watch(waitCtx context.Context) <-chan struct{} {
 			// uncounted (esnet/iperf#382).
 			var cutBy time.Time
 			if span := d.t.cfg.Duration; span > 0 {
-				cutBy = d.t.running.Add(d.t.cfg.Omit + span + perf.CutAfter)
+				cutBy = d.t.running.Add(d.t.cfg.Omit + span + engine.CutAfter)
 			}
 			if w.awaitRead(waitCtx, cutBy) {
 				d.t.e.CutSenders()
@@ -447,7 +465,7 @@ func (d *ender) watch(waitCtx context.Context) <-chan struct{} {
 }
 
 // allStopped closes its channel once every sender has stopped writing.
-func (d *ender) allStopped(senders []*perf.Stream) <-chan struct{} {
+func (d *ender) allStopped(senders []*engine.Stream) <-chan struct{} {
 	sent := make(chan struct{})
 	go func() {
 		for _, s := range senders {
@@ -464,7 +482,7 @@ func (d *ender) allStopped(senders []*perf.Stream) <-chan struct{} {
 // ownEnd is sent (closed once the senders are done) when this end has
 // senders: they end the test themselves (their clock, their count). Nil
 // otherwise.
-func (d *ender) ownEnd(sent <-chan struct{}, senders []*perf.Stream) <-chan struct{} {
+func (d *ender) ownEnd(sent <-chan struct{}, senders []*engine.Stream) <-chan struct{} {
 	if len(senders) > 0 {
 		return sent
 	}
@@ -526,13 +544,13 @@ func (t *clientTest) swapResults(server *results) error {
 				if err := t.k.sendJSON(t.ownResults()); err != nil {
 					return err
 				}
-				return t.k.recvJSON(server, maxResults, perf.FinishGrace)
+				return t.k.recvJSON(server, maxResults, engine.FinishGrace)
 			case stateAccessDenied, stateServerTerminate:
 				return fault.Errorf(fault.Aborted, "", "the iperf3 server ended the test (state %d)", int8(s))
 			}
 		case err := <-t.ctlErr:
 			return err
-		case <-time.After(perf.FinishGrace):
+		case <-time.After(engine.FinishGrace):
 			return fault.Errorf(fault.Timeout, "", "the iperf3 server sent no results")
 		}
 	}

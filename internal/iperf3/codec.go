@@ -11,10 +11,10 @@ import (
 	"net"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // iperf3's control states (iperf_api.h), one signed byte each.
@@ -335,7 +335,7 @@ type clientResults struct {
 // whole test (its highest sequence number). Absent for the server's
 // sending streams, and where the client gives no usable count: those are
 // not waited for.
-func (r *clientResults) sent(streams []*perf.Stream) []model.Opt[int64] {
+func (r *clientResults) sent(streams []*engine.Stream) []model.Opt[int64] {
 	out := make([]model.Opt[int64], len(streams))
 	for _, c := range r.Streams {
 		id, ok := countOf(c.ID)
@@ -450,7 +450,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		v    float64
 		max  float64
 	}{
-		{"time", p.Time, perf.MaxTestDuration.Seconds()}, {"omit", p.Omit, perf.MaxTestDuration.Seconds()},
+		{"time", p.Time, engine.MaxTestDuration.Seconds()}, {"omit", p.Omit, engine.MaxTestDuration.Seconds()},
 		{"num", p.Num, 1 << 53}, {"blockcount", p.BlockCount, 1 << 53}, {"len", p.Len, 1 << 53},
 		{"window", p.Window, 1 << 53}, {"bandwidth", p.Bandwidth, 1 << 53}, {"fqrate", p.FQRate, 1 << 53},
 		{"blockcount × len", p.BlockCount * max(p.Len, 1), 1 << 53},
@@ -470,7 +470,7 @@ func (p *paramsIn) config() (model.TestConfig, error) {
 		// A CPU number as the kernel counts them (perf checks the same
 		// range of a native client's -A).
 		if !(*a >= 0 && *a <= 1023) || *a != math.Trunc(*a) {
-			return model.TestConfig{}, fault.Errorf(fault.BadConfig, "use -A with CPU numbers from 0, as the kernel counts them", "iperf3 parameter server_affinity = %g is no CPU number from 0 to 1023", *a)
+			return model.TestConfig{}, fault.Errorf(fault.BadConfig, "use {server_cpu} with CPU numbers from 0, as the kernel counts them", "iperf3 parameter server_affinity = %g is no CPU number from 0 to 1023", *a)
 		}
 		cpu := int(*a)
 		cfg.ServerCPU = &cpu

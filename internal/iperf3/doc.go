@@ -8,9 +8,9 @@
 // server's. A native test that finds a stock iperf3 server
 // (perf.ErrIperf3Server) falls back to it (Client.Fallback).
 //
-// The server side (Handler) serves stock iperf3 clients on a perf.Server's
+// The server side (Handler) serves stock iperf3 clients on a serve.Server's
 // port, beside the native protocol: the server hands it connections that
-// begin with an iperf3 cookie (perf.Server.Handle), and its tests are
+// begin with an iperf3 cookie (serve.Server.Handle), and its tests are
 // admitted under the server's limits, many at once, with iperf3's own
 // authentication (internal/i3auth) when configured. It returns the
 // server's view as text or JSON to clients that ask for it.

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // UDP results as iperf3 reads them: counts include the omitted start, and
@@ -54,7 +54,7 @@ func TestI3UDPResultsOmitted(t *testing.T) {
 func TestI3ClientResultsSent(t *testing.T) {
 	// Stream ids 1, 3, 4, 5, 6: stream 1 is a sender, the counts of 4, 5
 	// and 6 are not counts.
-	tcp := []*perf.Stream{perf.NewTCPStream(0, model.Receiver, nil), perf.NewTCPStream(1, model.Sender, nil), perf.NewTCPStream(2, model.Receiver, nil), perf.NewTCPStream(3, model.Receiver, nil), perf.NewTCPStream(4, model.Receiver, nil)}
+	tcp := []*engine.Stream{engine.NewTCPStream(0, model.Receiver, nil), engine.NewTCPStream(1, model.Sender, nil), engine.NewTCPStream(2, model.Receiver, nil), engine.NewTCPStream(3, model.Receiver, nil), engine.NewTCPStream(4, model.Receiver, nil)}
 	msg := `{"streams":[{"id":1,"bytes":1000,"packets":0},{"id":3,"bytes":2000},{"id":4,"bytes":-1},` +
 		`{"id":5,"bytes":18446744073709551615},{"id":6,"bytes":1.5},{"bytes":7}]}`
 	var r clientResults
@@ -69,7 +69,7 @@ func TestI3ClientResultsSent(t *testing.T) {
 		}
 	}
 	// UDP counts datagrams: bytes alone are no count.
-	udp := []*perf.Stream{perf.NewUDPStream(0, model.Receiver, nil, false), perf.NewUDPStream(1, model.Receiver, nil, false)}
+	udp := []*engine.Stream{engine.NewUDPStream(0, model.Receiver, nil, false), engine.NewUDPStream(1, model.Receiver, nil, false)}
 	var ru clientResults
 	if err := json.Unmarshal([]byte(`{"streams":[{"id":1,"bytes":14000,"packets":10},{"id":3,"bytes":1400}]}`), &ru); err != nil {
 		t.Fatal(err)

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // FuzzIperf3Params: whatever a client sends as parameters, the server
@@ -34,7 +35,7 @@ func FuzzIperf3Params(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if cl := fuzzClass(); perf.Normalize(&cfg) == nil && perf.CheckLimits(&cfg, cl, limits.Iperf3) == nil {
+		if cl := fuzzClass(); engine.Normalize(&cfg) == nil && serve.CheckLimits(&cfg, cl, limits.Iperf3) == nil {
 			acceptedWithin(t, cfg, cl)
 		}
 	})
@@ -81,7 +82,7 @@ func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 	d := span(&cfg)
 	n := float64(len(cfg.Directions()))
 	switch {
-	case cfg.Parallel < 1 || cfg.Parallel > perf.MaxParallel || cfg.Length < 1:
+	case cfg.Parallel < 1 || cfg.Parallel > engine.MaxParallel || cfg.Length < 1:
 		t.Fatalf("accepted %+v", cfg)
 	case len(cfg.Directions()) > cl.MaxStreams:
 		t.Fatalf("accepted %d streams over a limit of %d", len(cfg.Directions()), cl.MaxStreams)

@@ -32,6 +32,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
@@ -132,7 +133,7 @@ func TestIperf3Server(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"bidir": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +187,7 @@ func TestIperf3Server(t *testing.T) {
 }
 
 func TestIperf3Refusals(t *testing.T) {
-	c := &iperf3.Client{Native: &perf.Client{}}
+	c := &iperf3.Client{}
 	for _, cfg := range []model.TestConfig{{Bytes: 1 << 20, Reverse: true, Protocol: model.UDP}, {Duration: 1500 * time.Millisecond}, {Duration: time.Second, ReadRate: 1e6}} {
 		if _, err := c.Run(context.Background(), "127.0.0.1:1", cfg); fault.CodeOf(err) != fault.BadConfig {
 			t.Errorf("%+v: %v, want a bad-config error", cfg, err)
@@ -201,7 +202,7 @@ func TestIperf3Interrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
-	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(ctx, addr, model.TestConfig{Duration: 10 * time.Second})
+	run, err := (&iperf3.Client{Version: "test"}).Run(ctx, addr, model.TestConfig{Duration: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func tcpscopeServer(t *testing.T, jsonOutput bool) (port string, records chan ga
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		srv := &perf.Server{Version: "test"}
+		srv := perf.Add(&serve.Server{Version: "test"})
 		srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 		srv.Handle(&iperf3.Handler{OutputJSON: jsonOutput,
 			Explain: func(model.TestConfig, model.EndReport, string, string) []string { return []string{"explained"} }})
@@ -351,7 +352,7 @@ func TestIperf3Fallback(t *testing.T) {
 	native := &perf.Client{Version: "test"}
 	run, err := native.Run(context.Background(), addr, cfg)
 	if errors.Is(err, perf.ErrIperf3Server) {
-		run, err = (&iperf3.Client{Native: native}).Fallback(context.Background(), addr, cfg)
+		run, err = (&iperf3.Client{Version: native.Version}).Fallback(context.Background(), addr, cfg)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +403,7 @@ func TestIperf3Agreement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"bidir": true, "bytes-parallel": true, "udp-reverse": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -667,7 +668,7 @@ func slowIperf3(t *testing.T) (string, <-chan model.Bytes) {
 func TestIperf3BytesArriveBeforeTestEnd(t *testing.T) {
 	addr, arrived := slowIperf3(t)
 	const n = 8 * model.MiB
-	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, model.TestConfig{Bytes: n})
+	run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{Bytes: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -809,7 +810,7 @@ func serveIperf3BlocksReverse(t *testing.T, i int) {
 }
 
 // limitedServer serves tests with the given limits on a loopback port.
-func limitedServer(t *testing.T, limits perf.Limits) (port string) {
+func limitedServer(t *testing.T, limits serve.Limits) (port string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -818,7 +819,7 @@ func limitedServer(t *testing.T, limits perf.Limits) (port string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		withIperf3(&perf.Server{Version: "test", Limits: limits}).Serve(ctx, ln)
+		withIperf3(perf.Add(&serve.Server{Version: "test", Limits: limits})).Serve(ctx, ln)
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -864,7 +865,7 @@ func TestServeIperf3RefusalText(t *testing.T) {
 	if !strings.Contains(stockMsg, "error") || stockCode == 0 {
 		t.Fatalf("iperf3's own server: exit %d, %q", stockCode, stockMsg)
 	}
-	port := limitedServer(t, perf.Limits{MaxDuration: 2 * time.Second, MaxStreams: 2})
+	port := limitedServer(t, serve.Limits{MaxDuration: 2 * time.Second, MaxStreams: 2})
 	minor := 0
 	if out, err := exec.Command(iperf3Bin(), "--version").Output(); err == nil {
 		fmt.Sscanf(string(out), "iperf 3.%d", &minor)
@@ -905,7 +906,7 @@ func TestIperf3TimedTestCountsEveryByte(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inShort(t, map[string]bool{"three streams": true}, tc.name)
 			addr, wait := iperf3Server(t)
-			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -946,7 +947,7 @@ func TestIperf3ReceiverEndsCountTest(t *testing.T) {
 				t.Parallel() // paced: the two run together, after the full-speed ones
 			}
 			addr, wait := iperf3Server(t)
-			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}, Blocks: tc.blocks}).Run(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Version: "test", Blocks: tc.blocks}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1109,7 +1110,7 @@ func TestIperf3BidirReceiverTime(t *testing.T) {
 	// compares the two ends' clocks to a few ms.
 	addr, sending := bidirIperf3(t)
 	const test = 2 * time.Second
-	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, model.TestConfig{Duration: test, Bidir: true})
+	run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{Duration: test, Bidir: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1172,7 +1173,7 @@ func TestIperf3ZeroCopy(t *testing.T) {
 	for _, zc := range []bool{false, true} {
 		addr, wait := iperf3Server(t)
 		before := readChars(t)
-		run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, model.TestConfig{Bytes: n, ZeroCopy: zc})
+		run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{Bytes: n, ZeroCopy: zc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1254,7 +1255,7 @@ protocols = ["tcp", "udp"]
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { withIperf3(&perf.Server{Version: "test", Policy: &tb}).Serve(ctx, ln); close(done) }()
+	go func() { withIperf3(perf.Add(&serve.Server{Version: "test", Policy: &tb})).Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 	for _, tc := range []struct {
@@ -1328,7 +1329,7 @@ func TestServeIperf3Auth(t *testing.T) {
 		records := make(chan gate.Record, 4)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		srv := &perf.Server{Version: "test"}
+		srv := perf.Add(&serve.Server{Version: "test"})
 		srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 		srv.Handle(&iperf3.Handler{Auth: &i3auth.Authenticator{Key: key, UsersFile: usersFile, PKCS1: pkcs1}})
 		go func() { srv.Serve(ctx, ln); close(done) }()
@@ -1374,7 +1375,7 @@ func TestServeIperf3Auth(t *testing.T) {
 }
 
 // withIperf3 adds the iperf3 Handler to srv.
-func withIperf3(srv *perf.Server) *perf.Server {
+func withIperf3(srv *serve.Server) *serve.Server {
 	srv.Handle(&iperf3.Handler{})
 	return srv
 }

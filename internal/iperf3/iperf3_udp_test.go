@@ -11,7 +11,6 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // udpSum reads one of the UDP sums of an iperf3 -J document.
@@ -164,7 +163,7 @@ func TestIperf3ServerUDP(t *testing.T) {
 			inShort(t, map[string]bool{"udp-reverse": true, "bytes": true}, tc.name)
 			t.Parallel() // each against its own iperf3 server
 			addr, wait := iperf3Server(t)
-			run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr, tc.cfg)
+			run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

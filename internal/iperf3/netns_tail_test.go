@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // tcpscope's iperf3 client against a stock iperf3 server across a
@@ -46,7 +46,7 @@ func TestNetnsIperf3ClientTail(t *testing.T) {
 			awaitListenIn(t, p.B, port)
 
 			cfg := model.TestConfig{Duration: 4 * time.Second, Interval: time.Second, Window: 8 * model.MiB, Reverse: reverse}
-			c := &iperf3.Client{Native: &perf.Client{Version: "test"}}
+			c := &iperf3.Client{Version: "test"}
 			var run *model.Run
 			start := time.Now()
 			err := p.A.Do(func() error {
@@ -62,7 +62,7 @@ func TestNetnsIperf3ClientTail(t *testing.T) {
 			t.Logf("took %v; goodput %v over %v; sent %v, received %v; tail %+v; warnings %q", took.Round(time.Millisecond),
 				sum.Goodput.V, sum.Duration.V, sum.SenderBytes.V, sum.ReceiverBytes.V, sum.Tail, run.Warnings)
 			// The handshakes, the results' exchange, and a cut's bound.
-			if bound := cfg.Duration + perf.CutAfter + time.Second; took > bound {
+			if bound := cfg.Duration + engine.CutAfter + time.Second; took > bound {
 				t.Errorf("took %v: want at most %v", took, bound)
 			}
 			if sum.Tail == nil || (!sum.Tail.HeldFor.OK && !sum.Tail.CutAt.OK) {

@@ -20,6 +20,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
@@ -46,8 +47,8 @@ func TestOnePortServesEveryProtocol(t *testing.T) {
 		}
 		fmt.Fprintf(w, "%s %v %v", r.Proto, r.TLS != nil, s.State)
 	})
-	srv := &perf.Server{Version: "test", HTTP: mux,
-		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
+	srv := perf.Add(&serve.Server{Version: "test", HTTP: mux,
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}})
 	srv.Handle(&iperf3.Handler{})
 	// The gate's events, by protocol: each test's intervals as its
 	// server end samples them, and its end.
@@ -145,7 +146,7 @@ func TestOnePortServesEveryProtocol(t *testing.T) {
 	t.Logf("served %v", served)
 	// iperf3: a control connection and two streams; native: a control
 	// connection and two streams; one connection per HTTP client.
-	for proto, want := range map[string]uint64{"iperf3": 3, "tcpscope": 1, "tcpscope-data": 2, frontdoor.RouteHTTP: 2} {
+	for proto, want := range map[string]uint64{"iperf3": 3, "tcpscope": 3, frontdoor.RouteHTTP: 2} {
 		if served[proto] != want {
 			t.Errorf("%s: %d connections served, want %d", proto, served[proto], want)
 		}

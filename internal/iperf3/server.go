@@ -10,20 +10,21 @@ import (
 	"net"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
-// Handler serves stock iperf3 clients on a perf.Server's port, beside
+// Handler serves stock iperf3 clients on a serve.Server's port, beside
 // tcpscope's own protocol: add it with the server's Handle. Its tests
 // count against the server's limits as any other, and many run at once.
 type Handler struct {
 	// Auth, when set, admits a client only with iperf3's own
 	// credentials (--username, --rsa-public-key-path). A server that
-	// requires access tokens (perf.Server.Tokens) admits iperf3 clients,
+	// requires access tokens (serve.Server.Tokens) admits iperf3 clients,
 	// who cannot carry one, only through Auth.
 	Auth *i3auth.Authenticator
 	// Explain, when set, diagnoses the server's end of a test in a few
@@ -55,7 +56,7 @@ func isCookie(b []byte) bool {
 // Serve serves a connection from a stock iperf3 client, whose first
 // bytes were its cookie's: the control connection of a new test, or a
 // data connection of a running one.
-func (h *Handler) Serve(ctx context.Context, c *perf.Conn) {
+func (h *Handler) Serve(ctx context.Context, c *serve.Conn) {
 	rest := make([]byte, cookieLen-len(c.Head))
 	if _, err := io.ReadFull(c, rest); err != nil || rest[len(rest)-1] != 0 || !isCookie(rest[:len(rest)-1]) {
 		c.Close()
@@ -75,18 +76,18 @@ func (h *Handler) Serve(ctx context.Context, c *perf.Conn) {
 // serverTest is one test the Handler runs for a client.
 type serverTest struct {
 	h    *Handler
-	srv  *perf.Server
-	conn *perf.Conn
+	srv  *serve.Server
+	conn *serve.Conn
 	k    *ctlConn
 	cfg  model.TestConfig
 	p    paramsIn
-	test *perf.Test
+	test *serve.Test
 	log  *slog.Logger
 }
 
 // control runs one test for a stock iperf3 client, from its parameters
 // to its results.
-func (h *Handler) control(ctx context.Context, conn *perf.Conn, cookie []byte) {
+func (h *Handler) control(ctx context.Context, conn *serve.Conn, cookie []byte) {
 	defer conn.Close()
 	srv := conn.Server
 	t := &serverTest{h: h, srv: srv, conn: conn, k: &ctlConn{c: conn}, log: srv.Log().With("client", conn.RemoteAddr().String(), "tool", "iperf3")}
@@ -97,15 +98,15 @@ func (h *Handler) control(ctx context.Context, conn *perf.Conn, cookie []byte) {
 	}
 	defer t.test.Release()
 	conn.Admitted()
-	t.log.Info("iperf3 test admitted", perf.AdmissionAttrs(t.p.ClientVersion, t.cfg, srv.Class(conn.RemoteAddr()))...)
+	t.log.Info("iperf3 test admitted", serve.AdmissionAttrs(t.p.ClientVersion, t.cfg, srv.Class(conn.RemoteAddr()))...)
 	rec := gate.Record{Start: t.test.Admitted(), Client: conn.RemoteAddr().String(), Server: conn.LocalAddr().String(),
 		Tool: "iperf3", ClientVersion: t.p.ClientVersion, Config: t.cfg, TokenSubject: user}
 	rec.Report, rec.Ended, rec.Err = t.run(ctx)
 	rec.UDPPeers = t.test.UDPPeers()
 	if rec.Err != nil {
-		t.log.Warn("iperf3 test failed", append([]any{"err", rec.Err}, perf.PeerAttrs(rec.UDPPeers)...)...)
+		t.log.Warn("iperf3 test failed", append([]any{"err", rec.Err}, serve.PeerAttrs(rec.UDPPeers)...)...)
 	} else {
-		t.log.Info("iperf3 test done", append(append([]any{"ended", rec.Ended, "client_version", t.p.ClientVersion}, perf.PeerAttrs(rec.UDPPeers)...), perf.SummaryAttrs(rec.Report)...)...)
+		t.log.Info("iperf3 test done", append(append([]any{"ended", rec.Ended, "client_version", t.p.ClientVersion}, serve.PeerAttrs(rec.UDPPeers)...), serve.SummaryAttrs(rec.Report)...)...)
 	}
 	t.test.Ended(rec)
 }
@@ -118,7 +119,7 @@ func (t *serverTest) admit(cookie []byte) (user string, ok bool) {
 	if _, err := conn.Write([]byte{stateParamExchange}); err != nil {
 		return "", false
 	}
-	if err := t.k.recvJSON(&t.p, maxParams, perf.HandshakeTimeout); err != nil {
+	if err := t.k.recvJSON(&t.p, maxParams, engine.HandshakeTimeout); err != nil {
 		t.log.Debug("iperf3 parameters", "err", err)
 		return "", false
 	}
@@ -135,10 +136,10 @@ func (t *serverTest) admit(cookie []byte) (user string, ok bool) {
 	cl := srv.Class(conn.RemoteAddr())
 	t.cfg, err = t.p.config()
 	if err == nil {
-		err = perf.Normalize(&t.cfg)
+		err = engine.Normalize(&t.cfg)
 	}
 	if err == nil {
-		err = perf.CheckLimits(&t.cfg, cl, limits.Iperf3)
+		err = serve.CheckLimits(&t.cfg, cl, limits.Iperf3)
 	}
 	if err != nil {
 		srv.Refused("", conn.RemoteAddr(), err)
@@ -146,7 +147,7 @@ func (t *serverTest) admit(cookie []byte) (user string, ok bool) {
 		sendError(conn, ierrno, errno)
 		return "", false
 	}
-	t.test, err = srv.Admit(perf.TestSpec{Key: cookie, Protocol: "iperf3", Client: conn.RemoteAddr(), Config: t.cfg, Class: cl,
+	t.test, err = srv.Admit(serve.TestSpec{Key: cookie, Protocol: "iperf3", Client: conn.RemoteAddr(), Config: t.cfg, Class: cl,
 		UDPHello: isUDPHello, UDPReply: udpReply})
 	if err != nil {
 		srv.Refused("", conn.RemoteAddr(), err)
@@ -160,7 +161,7 @@ func (t *serverTest) admit(cookie []byte) (user string, ok bool) {
 // (Auth, or the server's Tokens: a server that admits only authorized
 // tests admits iperf3 clients only through iperf3's own authentication),
 // and returns the user.
-func (h *Handler) authorized(srv *perf.Server, authtoken string) (string, error) {
+func (h *Handler) authorized(srv *serve.Server, authtoken string) (string, error) {
 	switch {
 	case h.Auth != nil:
 		return h.Auth.Check(authtoken, time.Now())
@@ -172,7 +173,7 @@ func (h *Handler) authorized(srv *perf.Server, authtoken string) (string, error)
 
 // run runs an admitted test: its streams, the test, its results. A
 // client's -A n,m (server_affinity) pins the server for the test as a
-// native client's does, by the server's policy (perf.Test.Pin); iperf3
+// native client's does, by the server's policy (serve.Test.Pin); iperf3
 // has no answer to it, so only the server's log says when it did not.
 func (t *serverTest) run(ctx context.Context) (model.EndReport, string, error) {
 	_, unpin := t.test.Pin(t.cfg.ServerCPU)
@@ -204,7 +205,7 @@ func (t *serverTest) run(ctx context.Context) (model.EndReport, string, error) {
 }
 
 // openStreams tells the client to open its streams, and gathers them.
-func (t *serverTest) openStreams(ctx context.Context) ([]*perf.Stream, error) {
+func (t *serverTest) openStreams(ctx context.Context) ([]*engine.Stream, error) {
 	if t.cfg.IsUDP() {
 		if err := t.test.AwaitUDPTurn(ctx); err != nil {
 			// As iperf3's own server answers a second client.
@@ -217,7 +218,7 @@ func (t *serverTest) openStreams(ctx context.Context) ([]*perf.Stream, error) {
 	}
 	streams, err := t.test.AwaitStreams(ctx)
 	switch {
-	case errors.Is(err, perf.ErrStreamsLate):
+	case errors.Is(err, serve.ErrStreamsLate):
 		sendError(t.conn, ierrAccept, 0)
 	case err != nil:
 		_, _ = t.conn.Write([]byte{stateServerTerminate})
@@ -227,17 +228,17 @@ func (t *serverTest) openStreams(ctx context.Context) ([]*perf.Stream, error) {
 
 // serverRun is a running test's end at the server.
 type serverRun struct {
-	e *perf.End
+	e *engine.End
 	// over closes when every stream has stopped, and err is theirs then.
 	over chan struct{}
 	err  error
 	// ended says how the client ended the test (readEnd).
 	ended chan string
-	conn  *perf.Conn
+	conn  *serve.Conn
 }
 
 // start starts the server's end of the test and tells the client.
-func (t *serverTest) start(ctx context.Context, streams []*perf.Stream) (*serverRun, error) {
+func (t *serverTest) start(ctx context.Context, streams []*engine.Stream) (*serverRun, error) {
 	// A TCP sender writes the client's -l per system call (iperf3's
 	// 128 KiB unless it asked for another), as iperf3's server does.
 	// Writes of 1 MiB moved twice the rate on loopback, but the stock
@@ -256,10 +257,10 @@ func (t *serverTest) start(ctx context.Context, streams []*perf.Stream) (*server
 	// the client does, on TEST_RUNNING.
 	hold := make(chan struct{})
 	// Stock iperf3 (3.12, Debian's) moves every stream of a test from
-	// one thread: so does this end (perf.EndOptions.OneCPU), or a stock
+	// one thread: so does this end (engine.EndOptions.OneCPU), or a stock
 	// client on loopback or a veth counts retransmissions that iperf3 -s
 	// never causes.
-	o := perf.EndOptions{PeerCloses: true, ReadOn: true, WholeBlocks: wholeBlocks, Hold: hold, OneCPU: true}
+	o := engine.EndOptions{PeerCloses: true, ReadOn: true, WholeBlocks: wholeBlocks, Hold: hold, OneCPU: true}
 	e, err := t.test.ServerEnd(t.cfg, streams, o)
 	if err != nil {
 		t.log.Warn("iperf3 socket options", "err", err)
@@ -317,7 +318,7 @@ func (r *serverRun) awaitEnd(ctx context.Context) string {
 			// TEST_END may still be on its way, in its send buffer or
 			// in flight. They stop once they have what its results say
 			// it sent (results), within the grace at most.
-			r.e.DrainReceivers(perf.FinishGrace)
+			r.e.DrainReceivers(engine.FinishGrace)
 		}
 	case <-ctx.Done():
 		_, _ = r.conn.Write([]byte{stateServerTerminate})
@@ -343,7 +344,7 @@ func (r *serverRun) endReads() {
 
 // results closes the streams this end sent on, exchanges the results,
 // and returns the end's report.
-func (t *serverTest) results(ctx context.Context, r *serverRun, streams []*perf.Stream) (model.EndReport, string, error) {
+func (t *serverTest) results(ctx context.Context, r *serverRun, streams []*engine.Stream) (model.EndReport, string, error) {
 	const how = "complete"
 	// As iperf3's server does: close the streams this end sends on
 	// before the results. A client in -R or --bidir reads them until
@@ -363,7 +364,7 @@ func (t *serverTest) results(ctx context.Context, r *serverRun, streams []*perf.
 		return r.e.Report(t.srv.Version), how, err
 	}
 	var theirs clientResults
-	if err := t.k.recvJSON(&theirs, maxResults, perf.FinishGrace); err != nil {
+	if err := t.k.recvJSON(&theirs, maxResults, engine.FinishGrace); err != nil {
 		r.endReads()
 		return r.e.Report(t.srv.Version), how, fmt.Errorf("iperf3 client results: %w", err)
 	}

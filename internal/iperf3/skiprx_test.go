@@ -6,7 +6,6 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // skip_rx_copy on iperf3's protocol: tcpscope's server takes it from a
@@ -16,7 +15,7 @@ import (
 func TestIperf3SkipRxCopy(t *testing.T) {
 	const n = 16 * model.MiB
 	port, records := tcpscopeServer(t, false)
-	client := &iperf3.Client{Native: &perf.Client{Version: "test"}}
+	client := &iperf3.Client{Version: "test"}
 	for _, reverse := range []bool{false, true} {
 		run, err := client.Run(context.Background(), "127.0.0.1:"+port, model.TestConfig{Bytes: n, Reverse: reverse, SkipRxCopy: true})
 		if err != nil {

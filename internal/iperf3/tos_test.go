@@ -7,7 +7,6 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 )
 
 // -S against a stock iperf3 server: the client's data socket carries the
@@ -15,7 +14,7 @@ import (
 // iperf3's "TOS" parameter (its -J start echoes it).
 func TestIperf3ClientTOS(t *testing.T) {
 	addr, wait := iperf3Server(t)
-	run, err := (&iperf3.Client{Native: &perf.Client{Version: "test"}}).Run(context.Background(), addr,
+	run, err := (&iperf3.Client{Version: "test"}).Run(context.Background(), addr,
 		model.TestConfig{Duration: time.Second, TOS: 0x28})
 	if err != nil {
 		t.Fatal(err)

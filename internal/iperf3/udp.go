@@ -2,8 +2,8 @@ package iperf3
 
 // A UDP stream of iperf3's opens with a hello datagram to the server's
 // port, which the server answers from a socket of the stream's own. The
-// hello names no test: a perf.Server gives it to the one iperf3 UDP test
-// of its sender's address that holds the turn (perf.TestSpec.UDPHello).
+// hello names no test: a serve.Server gives it to the one iperf3 UDP test
+// of its sender's address that holds the turn (serve.TestSpec.UDPHello).
 
 // udpHello and udpReply are iperf3's UDP stream handshake as 3.17+ puts
 // it on the wire. Older versions sent host-order integers (or the legacy

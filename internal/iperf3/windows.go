@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/model"
-	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
@@ -41,7 +41,7 @@ const readGrace = 2 * time.Millisecond
 // sending TCP stream (tcp_info's snd_wnd): it shrinks by what the server's
 // kernel holds unread, and reopens as its application reads.
 type peerWindows struct {
-	streams []*perf.Stream
+	streams []*engine.Stream
 	max     []model.Bytes
 	// bounded: the whole wait, the acknowledgements' too, is bounded by
 	// readWaitShare. A server that also sends (--bidir) reads slowly once
@@ -53,7 +53,7 @@ type peerWindows struct {
 	bounded bool
 }
 
-func newPeerWindows(senders []*perf.Stream, bounded bool) *peerWindows {
+func newPeerWindows(senders []*engine.Stream, bounded bool) *peerWindows {
 	w := &peerWindows{bounded: bounded}
 	for _, s := range senders {
 		if s.TCP() != nil {
@@ -84,7 +84,7 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 // counting at TEST_END, and what is then in flight, queued here or
 // unread there goes uncounted (esnet/iperf#382). First every byte is
 // acknowledged (the send queue empties; a stream whose acknowledgements
-// stall for perf.StallLimit is given up). Then the server's window reopens as
+// stall for engine.StallLimit is given up). Then the server's window reopens as
 // its application reads: a stream is done when its window is back to its
 // largest and readGrace has passed since its last byte was acknowledged
 // (the window's scale hides the last few bytes unread). Linux receivers
@@ -102,7 +102,7 @@ func (w *peerWindows) note(i int, smp *model.Sample) {
 //
 // A timed test's wait ends at cutBy at the latest (the zero time: none),
 // as a native receiver stops waiting for a sender's queue to drain past
-// the planned end (perf.CutAfter): cut reports that it did, bytes still
+// the planned end (engine.CutAfter): cut reports that it did, bytes still
 // unacknowledged then.
 func (w *peerWindows) awaitRead(ctx context.Context, cutBy time.Time) (cut bool) {
 	begin := time.Now()
@@ -165,7 +165,7 @@ type streamRead struct {
 // acking says whether to wait on for a stream with bytes still
 // unacknowledged (smp's send queue): until they are acknowledged, unless
 // the wait is bounded and has taken the stream's budget, or the
-// acknowledgements stall for perf.StallLimit. With the send queue empty
+// acknowledgements stall for engine.StallLimit. With the send queue empty
 // it notes when all was acknowledged, and says no.
 func (p *streamRead) acking(smp *model.Sample, now time.Time, waited time.Duration, bounded bool) bool {
 	if smp.SendQ.V == 0 {
@@ -179,7 +179,7 @@ func (p *streamRead) acking(smp *model.Sample, now time.Time, waited time.Durati
 	}
 	if a := smp.BytesAcked.V; p.ackedSince.IsZero() || a != p.acked {
 		p.acked, p.ackedSince = a, now
-	} else if now.Sub(p.ackedSince) >= perf.StallLimit {
+	} else if now.Sub(p.ackedSince) >= engine.StallLimit {
 		return false
 	}
 	return true

@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 func fakeHost(context.Context) (model.HostInfo, error) {
@@ -24,9 +26,9 @@ func fakePath(context.Context, string) (model.PathFacts, error) {
 // telling each step in order, and merges the findings; every run keeps
 // its diagnosis.
 func TestLayeredSteps(t *testing.T) {
-	addr := perftest.Serve(t, &perf.Server{Version: "test"})
+	addr := perftest.Serve(t, perf.Add(&serve.Server{Version: "test"}))
 	var steps []int
-	l := &Layered{Client: &perf.Client{Version: "test", Network: "tcp"}, Duration: 300 * time.Millisecond,
+	l := &Layered{Client: &perf.Client{Version: "test", Dialer: dial.Dialer{Network: "tcp"}}, Duration: 300 * time.Millisecond,
 		Reverse: []bool{false, true}, ReadHost: fakeHost, ProbePath: fakePath,
 		Progress: func(p Progress) {
 			steps = append(steps, p.Step)
@@ -71,7 +73,7 @@ func TestLayeredPathUnreachable(t *testing.T) {
 
 // A test's run comes with its diagnosis unless asked not to.
 func TestRunDiagnosis(t *testing.T) {
-	addr := perftest.Serve(t, &perf.Server{Version: "test"})
+	addr := perftest.Serve(t, perf.Add(&serve.Server{Version: "test"}))
 	cfg := model.TestConfig{Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond}
 	for _, none := range []bool{false, true} {
 		run, err := (&Test{Client: &perf.Client{Version: "test"}, NoDiagnosis: none}).Run(context.Background(), addr, cfg)

@@ -34,7 +34,8 @@ type Test struct {
 // the diagnosis of why it broke.
 func (t *Test) Run(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
 	client := withWarnings(t.Client)
-	i3 := &iperf3.Client{Native: client, ServerOutput: t.ServerOutput, Blocks: t.Blocks}
+	i3 := &iperf3.Client{Dialer: client.Dialer, Version: client.Version, Observer: client.Observer, Now: client.Now,
+		ServerOutput: t.ServerOutput, Blocks: t.Blocks}
 	var run *model.Run
 	var err error
 	switch {

@@ -450,6 +450,23 @@ type DirectionSummary struct {
 	Tail *TailSummary `json:"tail,omitempty"`
 }
 
+// NewRun starts the record of a test against server, begun at start,
+// by a client of version (for the header, before its end reports it).
+func NewRun(server string, cfg TestConfig, start time.Time, version string) *Run {
+	run := &Run{Schema: SchemaVersion, Start: start.UTC(), Server: server, Config: cfg}
+	run.Client.Side, run.Remote.Side = ClientSide, ServerSide
+	run.Client.Version = version
+	return run
+}
+
+// Observer sees a client's test while it runs. Calls are serialised.
+type Observer interface {
+	// Begin is called once the streams are set up, before data flows.
+	Begin(run *Run)
+	// Interval is called for each interval of either end as it completes.
+	Interval(side Side, iv *Interval)
+}
+
 // Run is one complete memory-to-memory test as both ends saw it.
 type Run struct {
 	Schema string    `json:"schema"`

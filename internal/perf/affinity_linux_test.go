@@ -11,9 +11,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // allowed is each thread's Cpus_allowed_list, from /proc.
@@ -44,12 +46,12 @@ func needCPUs(t *testing.T) unix.CPUSet {
 	return set
 }
 
-// PinProcess pins every thread, and threads started after it, to the
+// engine.PinProcess pins every thread, and threads started after it, to the
 // CPU; restore gives them all the mask back.
 func TestPinProcess(t *testing.T) {
 	needCPUs(t)
 	before := allowed(t)
-	restore, err := perf.PinProcess(1)
+	restore, err := engine.PinProcess(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestPinProcess(t *testing.T) {
 			t.Errorf("%s: CPUs %s after restoring, want %s", p, cpus, want)
 		}
 	}
-	if _, err := perf.PinProcess(4096); err == nil {
+	if _, err := engine.PinProcess(4096); err == nil {
 		t.Error("CPU 4096 taken")
 	}
 }
@@ -83,7 +85,7 @@ func TestServerAffinity(t *testing.T) {
 	needCPUs(t)
 	before := allowed(t)
 	for _, allow := range []bool{false, true} {
-		addr := perftest.Serve(t, &perf.Server{AllowAffinity: allow})
+		addr := perftest.Serve(t, perf.Add(&serve.Server{AllowAffinity: allow}))
 		cpu := 1
 		pinnedSeen := make(chan bool, 1)
 		c := &perf.Client{Observer: observerFunc(func() {

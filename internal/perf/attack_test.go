@@ -14,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
@@ -26,9 +29,9 @@ import (
 // sockets: every test here failed on the server before its fix.
 
 // serveWith runs srv on a fresh loopback port until the test ends.
-func serveWith(t *testing.T, srv *Server) string {
+func serveWith(t *testing.T, srv *serve.Server) string {
 	t.Helper()
-	addr, _ := serve(t, srv)
+	addr, _ := serveOn(t, srv)
 	return addr
 }
 
@@ -113,7 +116,7 @@ func (s *session) start() {
 // past it: a slot held for the whole of a test nobody would see.
 func TestAbortEndsReceivers(t *testing.T) {
 	records := make(chan gate.Record, 1)
-	srv := &Server{Version: "test"}
+	srv := Add(&serve.Server{Version: "test"})
 	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	addr := serveWith(t, srv)
 	s := openSession(t, addr, model.TestConfig{Duration: 20 * time.Second})
@@ -155,7 +158,7 @@ func TestAbortEndsReceivers(t *testing.T) {
 // refused. Before, the sum wrapped negative, passed --max-duration, and
 // the test ran until its client hung up.
 func TestOverflowingDurationRefused(t *testing.T) {
-	addr := serveWith(t, &Server{Version: "test", Limits: Limits{MaxDuration: 10 * time.Second}})
+	addr := serveWith(t, Add(&serve.Server{Version: "test", Limits: serve.Limits{MaxDuration: 10 * time.Second}}))
 	for _, cfg := range []model.TestConfig{
 		{Omit: math.MaxInt64 - time.Second, Duration: 2 * time.Second},
 		{Omit: 9_200_000_000_000_000_000, Duration: 100_000_000_000_000_000},
@@ -177,17 +180,17 @@ func fuzzClass() *limits.Class {
 	return &c
 }
 
-// acceptedWithin fails t unless cfg, which Normalize and checkLimits
+// acceptedWithin fails t unless cfg, which engine.Normalize and checkLimits
 // accepted, runs for a positive time within cl's duration limit (or is a
 // byte count, which the limit ends), with streams within its limit, and
 // at a rate within its caps: what the client asked for, and what the
 // server's end runs.
 func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 	t.Helper()
-	d := span(&cfg)
+	d := engine.Span(&cfg)
 	n := float64(len(cfg.Directions()))
 	switch {
-	case cfg.Parallel < 1 || cfg.Parallel > MaxParallel || cfg.Length < 1:
+	case cfg.Parallel < 1 || cfg.Parallel > engine.MaxParallel || cfg.Length < 1:
 		t.Fatalf("accepted %+v", cfg)
 	case len(cfg.Directions()) > cl.MaxStreams:
 		t.Fatalf("accepted %d streams over a limit of %d", len(cfg.Directions()), cl.MaxStreams)
@@ -200,7 +203,7 @@ func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 	case !cfg.IsUDP() && float64(cfg.Bitrate)*n > float64(cl.MaxRate):
 		t.Fatalf("accepted TCP at -b %v per stream, %v streams, over a cap of %v", cfg.Bitrate, n, cl.MaxRate)
 	}
-	if e, readCap := serverEnd(cfg, cl); !cfg.IsUDP() && (e.FQRate <= 0 || readCap <= 0 ||
+	if e, readCap := serve.Capped(cfg, cl); !cfg.IsUDP() && (e.FQRate <= 0 || readCap <= 0 ||
 		float64(e.FQRate)*n > float64(cl.MaxRate) || float64(readCap)*n > float64(cl.MaxRate)) {
 		t.Fatalf("the server's end paces at %v and reads at %v per stream, %v streams, under a cap of %v", e.FQRate, readCap, n, cl.MaxRate)
 	}
@@ -214,7 +217,7 @@ func acceptedWithin(t *testing.T, cfg model.TestConfig, cl *limits.Class) {
 func TestForgedUDPHelloGetsNothing(t *testing.T) {
 	t.Parallel() // refused at start; then a window for nothing to arrive
 	records := make(chan gate.Record, 1)
-	srv := &Server{Version: "test"}
+	srv := Add(&serve.Server{Version: "test"})
 	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	addr := serveWith(t, srv)
 	server, _ := net.ResolveUDPAddr("udp4", addr)
@@ -253,7 +256,7 @@ func TestForgedUDPHelloGetsNothing(t *testing.T) {
 // rather than send on to the end: the client is gone.
 func TestUDPSenderStopsOnRefusals(t *testing.T) {
 	records := make(chan gate.Record, 1)
-	srv := &Server{Version: "test"}
+	srv := Add(&serve.Server{Version: "test"})
 	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	addr := serveWith(t, srv)
 	s := openSession(t, addr, model.TestConfig{Protocol: model.UDP, Reverse: true, Bitrate: 50 * model.MbitPerSecond, Duration: 20 * time.Second, Length: 1400})
@@ -301,7 +304,7 @@ func TestUDPSenderStopsOnRefusals(t *testing.T) {
 // test. Before, 32 of them from one address refused everybody else for as
 // long as they were renewed.
 func TestHelloHoardingHoldsFewSlots(t *testing.T) {
-	addr := serveWith(t, &Server{Version: "test", Limits: Limits{MaxTests: 8}})
+	addr := serveWith(t, Add(&serve.Server{Version: "test", Limits: serve.Limits{MaxTests: 8}}))
 	held := 0
 	for range 8 {
 		c, err := net.Dial("tcp", addr)
@@ -320,10 +323,10 @@ func TestHelloHoardingHoldsFewSlots(t *testing.T) {
 			held++ // and never opens its data connection
 		}
 	}
-	if held > DefaultLimits.MaxTestsPerAddr {
-		t.Errorf("one address holds %d slots, over the limit of %d", held, DefaultLimits.MaxTestsPerAddr)
+	if held > serve.DefaultLimits.MaxTestsPerAddr {
+		t.Errorf("one address holds %d slots, over the limit of %d", held, serve.DefaultLimits.MaxTestsPerAddr)
 	}
-	other := &Client{Bind: netip.MustParseAddr("127.0.0.2")}
+	other := &Client{Dialer: dial.Dialer{Bind: netip.MustParseAddr("127.0.0.2")}}
 	run, err := other.Run(context.Background(), addr, quick(model.TestConfig{}))
 	if err != nil {
 		t.Fatalf("a client at another address, beside %d hoarded slots: %v", held, err)
@@ -335,7 +338,7 @@ func TestHelloHoardingHoldsFewSlots(t *testing.T) {
 // once, and a client at another address is served meanwhile. Before, one
 // address's idle connections ran the server out of file descriptors.
 func TestIdleConnectionsPerAddress(t *testing.T) {
-	srv := &Server{Version: "test"}
+	srv := Add(&serve.Server{Version: "test"})
 	addr := serveWith(t, srv)
 	const idle = 64
 	conns := make([]net.Conn, idle)
@@ -362,15 +365,15 @@ func TestIdleConnectionsPerAddress(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	want := idle - DefaultLimits.MaxPendingPerAddr
+	want := idle - serve.DefaultLimits.MaxPendingPerAddr
 	t.Logf("%d idle connections: %d closed at once; refusals %v", idle, closed.Load(), srv.Refusals())
 	if int(closed.Load()) != want {
-		t.Errorf("%d of %d idle connections from one address closed at once, want %d (all over the limit of %d)", closed.Load(), idle, want, DefaultLimits.MaxPendingPerAddr)
+		t.Errorf("%d of %d idle connections from one address closed at once, want %d (all over the limit of %d)", closed.Load(), idle, want, serve.DefaultLimits.MaxPendingPerAddr)
 	}
 	if n := srv.Refusals()["pending-per-address"]; n != int64(want) {
 		t.Errorf("%d refusals counted, want %d", n, want)
 	}
-	other := &Client{Bind: netip.MustParseAddr("127.0.0.2")}
+	other := &Client{Dialer: dial.Dialer{Bind: netip.MustParseAddr("127.0.0.2")}}
 	run, err := other.Run(context.Background(), addr, quick(model.TestConfig{}))
 	if err != nil {
 		t.Fatalf("a client at another address, beside %d idle connections: %v", idle, err)
@@ -383,7 +386,7 @@ func TestIdleConnectionsPerAddress(t *testing.T) {
 // -P 128 --bidir. Before, a stock client's --bidir -P 16 had connections
 // closed at once ("Transport endpoint is not connected").
 func TestPendingLimitLeavesRoomForStreams(t *testing.T) {
-	addr := serveWith(t, &Server{Version: "test", Limits: Limits{MaxPendingPerAddr: 2}})
+	addr := serveWith(t, Add(&serve.Server{Version: "test", Limits: serve.Limits{MaxPendingPerAddr: 2}}))
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Parallel: 16, Bidir: true}))
 	if err != nil {
 		t.Fatalf("-P 16 --bidir under a pending limit of 2: %v", err)
@@ -397,7 +400,7 @@ func TestPendingLimitLeavesRoomForStreams(t *testing.T) {
 // encrypted under TLS; a key is seen on the wire only as its stream
 // claims it.)
 func TestDataNeedsItsStreamKey(t *testing.T) {
-	addr := serveWith(t, &Server{Version: "test"})
+	addr := serveWith(t, Add(&serve.Server{Version: "test"}))
 	s := openSession(t, addr, model.TestConfig{Duration: 2 * time.Second, Parallel: 2})
 	closedAtOnce := func(preamble []byte) bool {
 		c, err := net.Dial("tcp", addr)

@@ -8,45 +8,30 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/tcpinfo"
 )
 
-// Observer sees a test while it runs. Calls are serialised.
-type Observer interface {
-	// Begin is called once the streams are set up, before data flows.
-	Begin(run *model.Run)
-	// Interval is called for each interval of either end as it completes.
-	Interval(side model.Side, iv *model.Interval)
-}
-
 // Client runs tests against a tcpscope server.
 type Client struct {
 	Version string
-	// Network is "tcp", "tcp4" or "tcp6".
-	Network string
-	// Bind is the local address of the client's sockets (--bind); the
-	// zero value lets the kernel choose.
-	Bind netip.Addr
+	// Dialer opens the connections: address family, --bind, and the
+	// connect timeout.
+	Dialer dial.Dialer
 	// SetupWarnings, when set, is asked about both ends' socket setups
 	// once they are known, before Observer.Begin; what it says joins the
 	// run's warnings. (The engine measures; what a setup means, and how
 	// to fix it, is diagnose's: cli plugs in diagnose.BufferWarnings.)
 	SetupWarnings func(cfg *model.TestConfig, streams []model.StreamInfo) []string
-	// ConnectTimeout bounds reaching the server: connecting, and the
-	// control handshake up to the server's first answer together (a
-	// listener that never answers fails after it); and each data
-	// stream's connect. Zero: 10 s to connect and 10 s for each answer.
-	ConnectTimeout time.Duration
-	Observer       Observer
+	Observer      model.Observer
 	// Now is the wall clock for the run's start stamp (default time.Now).
 	Now func() time.Time
 	// Token is an access token for a server that requires one.
@@ -61,7 +46,7 @@ type Client struct {
 // the test stops early and the results so far are returned with Ended
 // "interrupted".
 func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*model.Run, error) {
-	if err := Normalize(&cfg); err != nil {
+	if err := engine.Normalize(&cfg); err != nil {
 		return nil, err
 	}
 	run := c.newRun(addr, cfg)
@@ -81,16 +66,16 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	if len(w.StreamKeys) != len(cfg.Directions()) {
 		return nil, fault.Errorf(fault.Protocol, "use the same tcpscope release on both ends", "the server's welcome has %d stream keys for %d streams", len(w.StreamKeys), len(cfg.Directions()))
 	}
-	streams, err := open(ctx, addr, &cfg, w.StreamKeys, run)
+	streams, tokens, err := open(ctx, addr, &cfg, w.StreamKeys, run)
 	defer func() {
 		for _, s := range streams {
-			s.close()
+			s.Close()
 		}
 	}()
 	if err != nil {
 		return nil, err
 	}
-	if err := ctl.send(&message{Type: msgStart, Start: &start{UDPTokens: udpTokens(streams)}}); err != nil {
+	if err := ctl.send(&message{Type: msgStart, Start: &start{UDPTokens: tokens}}); err != nil {
 		return nil, &fault.Error{Code: fault.Aborted, Msg: "send start", Err: err}
 	}
 	m, err := c.expect(ctl, msgStarted, addr)
@@ -99,9 +84,9 @@ func (c *Client) Run(ctx context.Context, addr string, cfg model.TestConfig) (*m
 	}
 	for i := range run.Streams {
 		// Read back once the handshakes are long done, as the server does.
-		setup, err := setupOf(streams[i], cfg.TOS != 0)
+		setup, err := streams[i].Setup(cfg.TOS != 0)
 		if err != nil {
-			return nil, wrapSocket(err, "read socket options")
+			return nil, err
 		}
 		run.Streams[i].Client = &setup
 		if i < len(m.Started.Setups) {
@@ -134,10 +119,7 @@ func (c *Client) newRun(addr string, cfg model.TestConfig) *model.Run {
 	if now == nil {
 		now = time.Now
 	}
-	run := &model.Run{Schema: model.SchemaVersion, Start: now().UTC(), Server: addr, Config: cfg}
-	run.Client.Side, run.Remote.Side = model.ClientSide, model.ServerSide
-	run.Client.Version = c.Version // for the header, before the end reports it
-	return run
+	return model.NewRun(addr, cfg, now(), c.Version)
 }
 
 // ErrIperf3Server: the server answered like a stock iperf3 server. The
@@ -152,18 +134,17 @@ func isIperf3Answer(b byte) bool { return b == 9 || b == 0xff || b == 0xfe }
 // handshake opens the control connection and is admitted to a test.
 func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConfig) (*net.TCPConn, *ctrl, *welcome, error) {
 	began := time.Now()
-	cc, err := c.dial(ctx, c.dialer(nil, ""), addr)
+	conn, err := c.Dialer.TCP(ctx, addr, nil, "")
 	if err != nil {
-		return nil, nil, nil, classifyDial(err, addr)
+		return nil, nil, nil, err
 	}
-	conn := cc.(*net.TCPConn)
 	fail := func(err error) (*net.TCPConn, *ctrl, *welcome, error) {
 		conn.Close()
 		return nil, nil, nil, err
 	}
 	var ctlConn net.Conn = conn
 	if c.TLS != nil {
-		tc, err := c.startTLS(ctx, conn, addr, c.AnswerWait(began))
+		tc, err := c.startTLS(ctx, conn, addr, c.Dialer.AnswerWait(began))
 		if err != nil {
 			return fail(err)
 		}
@@ -180,15 +161,15 @@ func (c *Client) handshake(ctx context.Context, addr string, cfg *model.TestConf
 	// byte, 0 for any message it sends. A stock iperf3 server took our
 	// first 37 bytes for its cookie and answers with one state byte:
 	// PARAM_EXCHANGE, or busy, or an error.
-	_ = ctlConn.SetReadDeadline(time.Now().Add(c.AnswerWait(began)))
+	_ = ctlConn.SetReadDeadline(time.Now().Add(c.Dialer.AnswerWait(began)))
 	if b, err := ctl.r.Peek(1); c.TLS == nil && err == nil && isIperf3Answer(b[0]) {
 		return fail(ErrIperf3Server)
 	}
-	m, err := c.expectWithin(ctl, msgWelcome, addr, c.AnswerWait(began))
+	m, err := c.expectWithin(ctl, msgWelcome, addr, c.Dialer.AnswerWait(began))
 	if err != nil {
-		if c.ConnectTimeout > 0 && fault.CodeOf(err) == fault.Timeout {
-			err = fault.Errorf(fault.Timeout, fmt.Sprintf("is %s a tcpscope or iperf3 server, and not overloaded? a longer --connect-timeout waits more", addr),
-				"no answer from %s within the connect timeout of %v", addr, c.ConnectTimeout)
+		if c.Dialer.ConnectTimeout > 0 && fault.CodeOf(err) == fault.Timeout {
+			err = fault.Errorf(fault.Timeout, fmt.Sprintf("is %s a tcpscope or iperf3 server, and not overloaded? a longer {connect_timeout} waits more", addr),
+				"no answer from %s within the connect timeout of %v", addr, c.Dialer.ConnectTimeout)
 		}
 		return fail(err)
 	}
@@ -230,7 +211,7 @@ func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string, w
 		var ce *tls.CertificateVerificationError
 		hint := "is " + addr + " a tcpscope server with TLS (--tls-cert)?"
 		if errors.As(err, &ce) || strings.Contains(err.Error(), "pin") {
-			hint = "check the server's name and certificate, or pin it with --tls-pin; the server prints its pin at start"
+			hint = "check the server's name and certificate, or pin it with {tls_pin}; the server prints its pin at start"
 		}
 		return nil, &fault.Error{Code: fault.TLS, Msg: "TLS with " + addr, Hint: hint, Err: err}
 	}
@@ -240,46 +221,46 @@ func (c *Client) startTLS(ctx context.Context, conn *net.TCPConn, addr string, w
 // openStreams dials the data connections, one per stream, and records
 // them in run. The streams opened so far are returned even on error, for
 // the caller to close.
-func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*Stream, error) {
+func (c *Client) openStreams(ctx context.Context, addr string, cfg *model.TestConfig, keys [][]byte, run *model.Run) ([]*engine.Stream, [][]byte, error) {
 	dirs := cfg.Directions()
-	streams := make([]*Stream, 0, len(dirs))
+	streams := make([]*engine.Stream, 0, len(dirs))
 	for i, d := range dirs {
 		role := model.RoleOf(model.ClientSide, d)
-		dc, err := c.dial(ctx, c.dialer(cfg, role), addr)
+		tc, err := c.Dialer.TCP(ctx, addr, cfg, role)
 		if err != nil {
-			return streams, classifyDial(err, addr)
+			return streams, nil, err
 		}
-		tc := dc.(*net.TCPConn)
-		streams = append(streams, &Stream{id: i, role: role, conn: tc})
+		streams = append(streams, engine.NewTCPStream(i, role, tc))
 		_ = tc.SetNoDelay(cfg.NoDelay)
 		if _, err := tc.Write(dataPreamble(keys[i], i)); err != nil {
-			return streams, &fault.Error{Code: fault.Aborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
+			return streams, nil, &fault.Error{Code: fault.Aborted, Msg: fmt.Sprintf("open stream %d", i), Err: err}
 		}
 		run.Streams = append(run.Streams, model.StreamInfo{ID: i, Direction: d, ClientAddr: tc.LocalAddr().String()})
 	}
-	return streams, nil
+	return streams, nil, nil
 }
 
 // measure runs the client's end while the control connection brings the
 // server's intervals, a request to stop (shutdown, limit) and finally the
 // server's totals; then it completes run.
-func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, streams []*Stream, run *model.Run) (*model.Run, error) {
+func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, streams []*engine.Stream, run *model.Run) (*model.Run, error) {
 	var obsMu sync.Mutex
-	observe := func(f func(Observer)) {
+	observe := func(f func(model.Observer)) {
 		if c.Observer != nil {
 			obsMu.Lock()
 			f(c.Observer)
 			obsMu.Unlock()
 		}
 	}
-	observe(func(o Observer) { o.Begin(run) })
+	observe(func(o model.Observer) { o.Begin(run) })
 
-	e := newEnd(model.ClientSide, cfg, streams, func(iv model.Interval) {
-		observe(func(o Observer) { o.Interval(model.ClientSide, &iv) })
+	e := engine.NewEnd(model.ClientSide, cfg, streams, func(iv model.Interval) {
+		observe(func(o model.Observer) { o.Interval(model.ClientSide, &iv) })
+	}, engine.EndOptions{
+		// Read on the caller's thread: in a lab host it is the host's
+		// network namespace's.
+		Settings: tcpinfo.Settings(),
 	})
-	// Read on the caller's thread: in a lab host it is the host's
-	// network namespace's.
-	e.settings = tcpinfo.Settings()
 
 	var remoteMu sync.Mutex
 	var remoteIntervals []model.Interval
@@ -309,10 +290,10 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 				remoteMu.Lock()
 				remoteIntervals = append(remoteIntervals, *m.Interval)
 				remoteMu.Unlock()
-				observe(func(o Observer) { o.Interval(model.ServerSide, m.Interval) })
+				observe(func(o model.Observer) { o.Interval(model.ServerSide, m.Interval) })
 			case msgStop:
 				setEnded(m.Stop.Reason)
-				e.stop()
+				e.Stop()
 			case msgError:
 				ctlErr <- &fault.Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
 				cancel()
@@ -326,18 +307,18 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	interrupt := context.AfterFunc(ctx, func() {
 		setEnded("interrupted")
 		_ = ctl.send(&message{Type: msgStop, Stop: &stop{Reason: "interrupted"}})
-		e.stop()
+		e.Stop()
 	})
 	defer interrupt()
 
-	runErr := e.run(tctx)
-	run.Client = e.report(c.Version)
+	runErr := e.Run(tctx)
+	run.Client = e.Report(c.Version)
 
 	// A client whose own streams failed (a dead path) waits only briefly
 	// for the server's report: it may be stuck on the same path.
-	wait := finishGrace
+	wait := engine.FinishGrace
 	if runErr != nil {
-		wait = stallLimit
+		wait = engine.StallLimit
 	}
 	var done *model.EndReport
 	select {
@@ -376,57 +357,6 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 	return run, nil
 }
 
-func (c *Client) network() string {
-	if c.Network == "" {
-		return "tcp"
-	}
-	return c.Network
-}
-
-// dialer builds a dialer applying a stream's socket options before
-// connect, where they must be set: the MSS clamp and the receive buffer
-// shape the SYN. With cfg nil (the control connection) it applies none.
-func (c *Client) dialer(cfg *model.TestConfig, role model.Role) *net.Dialer {
-	timeout := c.ConnectTimeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	d := &net.Dialer{Timeout: timeout, KeepAlive: -1}
-	if c.Bind.IsValid() {
-		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(c.Bind, 0))
-	}
-	if cfg != nil {
-		d.Control = tcpinfo.DialControl(socketOptions(cfg, role))
-	}
-	return d
-}
-
-// AnswerWait is how long a client that began connecting at began still
-// waits for the server's next answer in the handshake: what is left of
-// ConnectTimeout, or the handshake's 10 s without one. (The iperf3
-// client waits for its server's first state by it too.)
-func (c *Client) AnswerWait(began time.Time) time.Duration {
-	if c.ConnectTimeout <= 0 {
-		return handshakeTimeout
-	}
-	// At least a moment, so that a deadline already past reads as a
-	// timeout rather than as no deadline.
-	return max(c.ConnectTimeout-time.Since(began), time.Millisecond)
-}
-
-// dial connects d to addr. A name under .invalid fails as not found
-// without a lookup: RFC 6761 reserves it never to resolve, and a
-// resolver may still ask the network (tests use such names).
-func (c *Client) dial(ctx context.Context, d *net.Dialer, addr string) (net.Conn, error) {
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		if h := strings.ToLower(strings.TrimSuffix(host, ".")); h == "invalid" || strings.HasSuffix(h, ".invalid") {
-			return nil, &net.OpError{Op: "dial", Net: c.network(),
-				Err: &net.DNSError{Err: "no such host (.invalid never resolves, RFC 6761)", Name: host, IsNotFound: true}}
-		}
-	}
-	return d.DialContext(ctx, c.network(), addr)
-}
-
 // expect reads the next control message, turning a server error or an
 // unexpected answer into an Error.
 func (c *Client) expect(ctl *ctrl, want, addr string) (*message, error) {
@@ -455,44 +385,4 @@ func (c *Client) expectWithin(ctl *ctrl, want, addr string, wait time.Duration) 
 		return nil, fault.Errorf(fault.Protocol, "", "expected %s from the server, got %s", want, m.Type)
 	}
 	return m, nil
-}
-
-// ClassifyDial turns an error from connecting to addr into a coded Error
-// with a hint, as the client reports its own: for callers that open
-// connections to a server themselves (the path probe).
-func ClassifyDial(err error, addr string) error { return classifyDial(err, addr) }
-
-// classifyDial turns a connection error into a coded Error with a hint.
-func classifyDial(err error, addr string) error {
-	var dnsErr *net.DNSError
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return &fault.Error{Code: fault.Aborted, Msg: "interrupted while connecting to " + addr, Err: err}
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return &fault.Error{Code: fault.Refused, Msg: "connection refused by " + addr,
-			Hint: "is `tcpscope server` running there, on that port?"}
-	case errors.Is(err, syscall.ECONNRESET):
-		// A listener closed with our connection still in its queue: the
-		// server is restarting or re-creating its socket.
-		return &fault.Error{Code: fault.Refused, Msg: "connection reset by " + addr + " while connecting",
-			Hint: "the server may be restarting; try again in a moment", Err: err}
-	case errors.As(err, &dnsErr):
-		return &fault.Error{Code: fault.Unreachable, Msg: "cannot resolve " + addr, Hint: "check the host name", Err: err}
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EADDRNOTAVAIL):
-		return &fault.Error{Code: fault.Unreachable, Msg: addr + " is unreachable", Hint: "check the address, --bind and the routes", Err: err}
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return &fault.Error{Code: fault.Timeout, Msg: "timed out connecting to " + addr,
-			Hint: "a firewall may be dropping packets to that port"}
-	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOPROTOOPT):
-		return &fault.Error{Code: fault.Socket, Msg: "socket option refused", Hint: socketHint(), Err: err}
-	}
-	return &fault.Error{Code: fault.Unreachable, Msg: "cannot connect to " + addr, Err: err}
-}
-
-func socketHint() string {
-	if av := tcpinfo.AvailableCongestion(); len(av) > 0 {
-		return fmt.Sprintf("congestion control algorithms available here: %v", av)
-	}
-	return "check -C, -M and --fq-rate"
 }

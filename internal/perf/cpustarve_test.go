@@ -17,6 +17,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/diagnose"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // cpuHelperEnv makes the test binary, run again by TestCPUStarvedEnd, a
@@ -49,7 +50,7 @@ func TestCPUHelperServer(t *testing.T) {
 		cancel()
 	}()
 	fmt.Printf("addr %s\n", ln.Addr())
-	if err := (&Server{Version: "test"}).Serve(ctx, ln); err != nil {
+	if err := (Add(&serve.Server{Version: "test"})).Serve(ctx, ln); err != nil {
 		t.Error(err)
 	}
 }

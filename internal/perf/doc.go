@@ -1,21 +1,17 @@
-// Package perf is tcpscope's memory-to-memory test engine and its native
-// protocol: the TCP data streams and UDP flows, per-interval sampling of
-// both ends' kernel state, and the totals.
+// Package perf is tcpscope's native test protocol: a Client that runs
+// one test and returns a model.Run, and the protocol's server side on a
+// serve.Server's port (Add), which serves any number of concurrent tests.
+// During a test the server streams its own interval samples to the
+// client over the control connection, so the client holds both ends'
+// view in one timeline. Both ends move and sample their bytes on the
+// engine (package engine).
 //
-// A Server serves any number of concurrent tests on one net.Listener; a
-// Client runs one test and returns a model.Run. During a test the server
-// streams its own interval samples to the client over the control
-// connection, so the client holds both ends' view in one timeline.
-//
-// The server tells a connection's protocol by its first bytes: the native
-// protocol and TLS are its own, and other protocols register through
-// Server.Handle (a Protocol). They run their tests on the same engine
-// (End, Stream) and are admitted under the same limits (Server.Admit).
-// iperf3's protocol lives in internal/iperf3.
-//
-// Ending a test is what makes the byte counts honest: a sender that is done
+// A test's control connection may run inside TLS (ALPN tcpscope/1), its
+// data connections and UDP streams name their stream by a key the server
+// gave in its welcome, and a UDP stream's hello is answered with a token
+// the client echoes before the server sends it anything more. Ending a
+// test is what makes the byte counts honest: a sender that is done
 // half-closes its data connection, the receiver reads to end of file, so
-// bytes in flight when the sender stopped are counted by both ends, and the
-// receiver's time runs until its last byte arrived. The wire format is
-// described in docs/PROTOCOL.md.
+// bytes in flight when the sender stopped are counted by both ends. The
+// wire format is described in docs/PROTOCOL.md.
 package perf

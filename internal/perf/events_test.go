@@ -7,6 +7,7 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // The gate's subscribers hear a test's admission, each interval of the
@@ -16,7 +17,7 @@ func TestServerPublishesIntervals(t *testing.T) {
 	var mu sync.Mutex
 	var kinds []gate.Kind
 	var indexes []int
-	srv := &Server{Version: "test"}
+	srv := Add(&serve.Server{Version: "test"})
 	srv.Subscribe(func(e gate.Event) {
 		mu.Lock()
 		defer mu.Unlock()

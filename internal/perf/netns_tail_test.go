@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/labtest"
 	"github.com/tcpscope/tcpscope/internal/model"
@@ -84,7 +85,7 @@ func TestNetnsTailEndsNearPlannedEnd(t *testing.T) {
 			// Past -t: the last bytes' way (an RTT at most, queue
 			// included), the cut's bound should the rate have fallen
 			// at the end, and the results' exchange.
-			if bound := cfg.Duration + perf.CutAfter + 500*time.Millisecond; took > bound {
+			if bound := cfg.Duration + engine.CutAfter + 500*time.Millisecond; took > bound {
 				t.Errorf("the test took %v from its clock's start: want at most %v", took, bound)
 			}
 			if sum.Tail == nil || (!sum.Tail.HeldFor.OK && !sum.Tail.CutAt.OK) {
@@ -131,12 +132,12 @@ func TestNetnsTailCut(t *testing.T) {
 	if recv.Role != model.Receiver || recv.Tail == nil || !recv.Tail.CutAt.OK {
 		t.Fatalf("the client's receiver noted no cut: %+v", recv)
 	}
-	// The cut comes at the bound: max(CutAfter, 2 RTT) past the planned
+	// The cut comes at the bound: max(engine.CutAfter, 2 RTT) past the planned
 	// end on the receiver's clock, a read deadline's wake-up later.
 	planned := cfg.Duration
 	cut := recv.Tail.CutAt.V
 	rtt := max(recv.Final.RTT, recv.Final.RcvRTT)
-	if lo, hi := planned+perf.CutAfter, planned+max(perf.CutAfter, 2*rtt)+200*time.Millisecond; cut < lo || cut > hi {
+	if lo, hi := planned+engine.CutAfter, planned+max(engine.CutAfter, 2*rtt)+200*time.Millisecond; cut < lo || cut > hi {
 		t.Errorf("cut at %v: want within [%v, %v]", cut, lo, hi)
 	}
 	if bound := cut + 500*time.Millisecond; took > bound {

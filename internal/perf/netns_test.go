@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/lab/emulator"
@@ -99,7 +100,7 @@ func TestNetnsConnectTimeout(t *testing.T) {
 	p := labtest.Pair(t, lab.PairConfig{AtoB: lab.Impairment{Loss: 1}})
 	addr := serveIn(t, p)
 	err := p.A.Do(func() error {
-		_, err := (&perf.Client{ConnectTimeout: time.Second}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second})
+		_, err := (&perf.Client{Dialer: dial.Dialer{ConnectTimeout: time.Second}}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second})
 		return err
 	})
 	if fault.CodeOf(err) != fault.Timeout || fault.HintOf(err) == "" {

@@ -9,12 +9,13 @@ import (
 
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // serveUntilDone runs srv on a fresh loopback port and returns the
 // address and Serve's result, for a server that is to stop by itself
 // (OneTest, IdleTimeout); the test's end stops it otherwise.
-func serveUntilDone(t *testing.T, srv *Server) (string, <-chan error) {
+func serveUntilDone(t *testing.T, srv *serve.Server) (string, <-chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -44,7 +45,7 @@ func awaitServe(t *testing.T, done <-chan error, within time.Duration) error {
 // test up, a client asking during the test hears "busy", and Serve
 // returns once the test has ended.
 func TestOneTest(t *testing.T) {
-	srv := &Server{Version: "test", OneTest: true}
+	srv := Add(&serve.Server{Version: "test", OneTest: true})
 	addr, done := serveUntilDone(t, srv)
 
 	c, err := net.Dial("tcp", addr)
@@ -77,11 +78,11 @@ func TestOneTest(t *testing.T) {
 	}
 }
 
-// IdleTimeout ends Serve with ErrIdle when no test comes, and counts from
+// IdleTimeout ends Serve with serve.ErrIdle when no test comes, and counts from
 // the end of the last test, not from the start.
 func TestIdleTimeout(t *testing.T) {
 	idle := 500 * time.Millisecond
-	srv := &Server{Version: "test", IdleTimeout: idle}
+	srv := Add(&serve.Server{Version: "test", IdleTimeout: idle})
 	addr, done := serveUntilDone(t, srv)
 	start := time.Now()
 	if _, err := (&Client{Version: "test"}).Run(context.Background(), addr, model.TestConfig{Duration: time.Second}); err != nil {
@@ -89,8 +90,8 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	ended := time.Now()
 	err := awaitServe(t, done, 10*time.Second)
-	if !errors.Is(err, ErrIdle) {
-		t.Fatalf("Serve: %v, want ErrIdle", err)
+	if !errors.Is(err, serve.ErrIdle) {
+		t.Fatalf("Serve: %v, want serve.ErrIdle", err)
 	}
 	if since := time.Since(ended); since < idle {
 		t.Errorf("Serve ended %v after the test, before the idle timeout of %v (test took %v)", since, idle, ended.Sub(start))

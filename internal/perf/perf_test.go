@@ -16,21 +16,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
+	"github.com/tcpscope/tcpscope/internal/engine"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // startServer serves lim on a fresh loopback port until the test ends;
 // the cancel function stops it sooner.
-func startServer(t *testing.T, lim Limits) (string, context.CancelFunc) {
+func startServer(t *testing.T, lim serve.Limits) (string, context.CancelFunc) {
 	t.Helper()
-	return serve(t, &Server{Limits: lim, Version: "test"})
+	return serveOn(t, Add(&serve.Server{Limits: lim, Version: "test"}))
 }
 
 // serve runs srv on a fresh loopback port until the test ends, or until
 // the returned function is called, and fails the test if Serve fails or
 // does not stop.
-func serve(t *testing.T, srv *Server) (string, context.CancelFunc) {
+func serveOn(t *testing.T, srv *serve.Server) (string, context.CancelFunc) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,7 +59,7 @@ func serve(t *testing.T, srv *Server) (string, context.CancelFunc) {
 // awaitRunning waits until srv runs n tests (admitted, streams opening
 // or running): a condition, where a sleep guessed how long admission
 // takes.
-func awaitRunning(t *testing.T, srv *Server, n int) {
+func awaitRunning(t *testing.T, srv *serve.Server, n int) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%d tests running", n), func() bool { return srv.Status().Running >= n })
 }
@@ -256,7 +259,7 @@ func checkRun(t *testing.T, run *model.Run) {
 }
 
 func TestLoopbackModes(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	cases := []struct {
 		name string
 		cfg  model.TestConfig
@@ -293,7 +296,7 @@ func TestLoopbackModes(t *testing.T) {
 }
 
 func TestByteCount(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	const n = 10_000_000
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Bytes: n, Parallel: 3, Length: 100_000, Bidir: true}))
 	if err != nil {
@@ -308,7 +311,7 @@ func TestByteCount(t *testing.T) {
 }
 
 func TestOmit(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Omit: 300 * time.Millisecond, Duration: 500 * time.Millisecond, Interval: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
@@ -324,7 +327,7 @@ func TestOmit(t *testing.T) {
 }
 
 func TestWindowGrant(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Window: 64 * model.KiB, Duration: 200 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +345,7 @@ func TestWindowGrant(t *testing.T) {
 }
 
 func TestConcurrentClients(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
@@ -365,8 +368,8 @@ func TestConcurrentClients(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	t.Parallel() // its one running test is paced; the others are refused
-	srv := &Server{Limits: Limits{MaxTests: 1, MaxDuration: 5 * time.Second, MaxStreams: 4}, Version: "test"}
-	addr, _ := serve(t, srv)
+	srv := Add(&serve.Server{Limits: serve.Limits{MaxTests: 1, MaxDuration: 5 * time.Second, MaxStreams: 4}, Version: "test"})
+	addr, _ := serveOn(t, srv)
 	c := &Client{}
 	_, err := c.Run(context.Background(), addr, quick(model.TestConfig{Duration: 10 * time.Second}))
 	if fault.CodeOf(err) != fault.Limit || !strings.Contains(err.Error(), "limit of 5s") {
@@ -402,7 +405,7 @@ func TestRefused(t *testing.T) {
 }
 
 func TestBadCongestion(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	_, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Congestion: "no-such-cc"}))
 	if fault.CodeOf(err) != fault.Socket {
 		t.Fatalf("got %v (code %q)", err, fault.CodeOf(err))
@@ -430,7 +433,7 @@ func rawHello(t *testing.T, addr string, h hello) *message {
 }
 
 func TestVersionMismatch(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	m := rawHello(t, addr, hello{Protocol: 99, Config: model.TestConfig{}})
 	if m.Type != msgError || m.Error.Code != fault.Version || m.Error.Hint == "" {
 		t.Fatalf("got %+v", m)
@@ -443,7 +446,7 @@ func TestVersionMismatch(t *testing.T) {
 
 // A server must shrug off anything a client sends and keep serving.
 func TestHostileClients(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	huge := make([]byte, 4)
 	binary.BigEndian.PutUint32(huge, 1<<31)
 	junk := [][]byte{
@@ -484,7 +487,7 @@ func TestHostileClients(t *testing.T) {
 }
 
 func TestServerShutdown(t *testing.T) {
-	addr, stopServer := startServer(t, Limits{})
+	addr, stopServer := startServer(t, serve.Limits{})
 	// Stopped mid-test, once each end has an interval to report.
 	run, err := (&Client{Observer: &bothEnds{f: stopServer}}).Run(context.Background(), addr, quick(model.TestConfig{Duration: 5 * time.Second, Bidir: true}))
 	if err != nil {
@@ -500,7 +503,7 @@ func TestServerShutdown(t *testing.T) {
 }
 
 func TestClientInterrupt(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// Interrupted mid-test, once each end has an interval to report.
@@ -539,7 +542,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if err == nil && m.Hello != nil {
 			cfg := m.Hello.Config
-			if cl := fuzzClass(); Normalize(&cfg) == nil && checkLimits(&cfg, cl, 0) == nil {
+			if cl := fuzzClass(); engine.Normalize(&cfg) == nil && serve.CheckLimits(&cfg, cl, 0) == nil {
 				acceptedWithin(t, cfg, cl)
 			}
 		}
@@ -549,7 +552,7 @@ func FuzzDecodeMessage(f *testing.F) {
 // A byte-count test has no duration to check on admission; the server's
 // duration limit must end it cleanly, both ends told, bytes still agreeing.
 func TestServerLimitEndsByteCount(t *testing.T) {
-	addr, _ := startServer(t, Limits{MaxDuration: 400 * time.Millisecond})
+	addr, _ := startServer(t, serve.Limits{MaxDuration: 400 * time.Millisecond})
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{Bytes: 1 << 50, Bidir: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -621,50 +624,9 @@ func TestServerVanishes(t *testing.T) {
 	}
 }
 
-// A data connection arriving after the test has all its streams is closed,
-// not parked.
-func TestLateDataConnectionClosed(t *testing.T) {
-	srv := &Server{}
-	srv.running = map[string]*serverTest{}
-	srv.byKey = map[string]streamRef{}
-	st := &serverTest{cookie: make([]byte, cookieLen), nconn: 1, data: make(chan dataConn, 1), keys: newKeys(1)}
-	srv.running[string(st.cookie)] = st
-	srv.byKey[string(st.keys[0])] = streamRef{st, 0}
-	srv.seal(st)
-	a, b := net.Pipe()
-	defer a.Close()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer ln.Close()
-	go func() {
-		c, _ := net.Dial("tcp", ln.Addr().String())
-		c.Write(dataPreamble(st.keys[0], 0))
-		var one [1]byte
-		c.SetReadDeadline(time.Now().Add(3 * time.Second))
-		_, err := c.Read(one[:])
-		a.Write([]byte{boolByte(err == io.EOF)})
-		c.Close()
-	}()
-	c, _ := ln.Accept()
-	var magic [magicLen]byte
-	io.ReadFull(c, magic[:])
-	srv.data(c.(*net.TCPConn), func() {})
-	var got [1]byte
-	b.Read(got[:])
-	if got[0] != 1 {
-		t.Fatal("late data connection was not closed")
-	}
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func TestSocketOptions(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
-	c := &Client{Network: "tcp4", Bind: netip.MustParseAddr("127.0.0.1")}
+	addr, _ := startServer(t, serve.Limits{})
+	c := &Client{Dialer: dial.Dialer{Network: "tcp4", Bind: netip.MustParseAddr("127.0.0.1")}}
 	run, err := c.Run(context.Background(), addr, quick(model.TestConfig{MSS: 1000, Congestion: "reno", NoDelay: true, Bidir: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -688,7 +650,7 @@ func TestSocketOptions(t *testing.T) {
 // limits, a 200 Mbit/s pace must measure as about 200 Mbit/s.
 func TestPacingRate(t *testing.T) {
 	t.Parallel() // paced at 200 Mbit/s, a few percent of a CPU on loopback
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	run, err := (&Client{}).Run(context.Background(), addr, quick(model.TestConfig{
 		FQRate: 200 * model.MbitPerSecond, Duration: 2 * time.Second, Omit: 500 * time.Millisecond, Reverse: true,
 	}))
@@ -711,9 +673,9 @@ func TestIPv6(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { (&Server{}).Serve(ctx, ln); close(done) }()
+	go func() { (Add(&serve.Server{})).Serve(ctx, ln); close(done) }()
 	defer func() { cancel(); <-done }()
-	run, err := (&Client{Network: "tcp6"}).Run(context.Background(), ln.Addr().String(), quick(model.TestConfig{}))
+	run, err := (&Client{Dialer: dial.Dialer{Network: "tcp6"}}).Run(context.Background(), ln.Addr().String(), quick(model.TestConfig{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -725,8 +687,8 @@ func TestIPv6(t *testing.T) {
 
 func TestTotalStreamsLimit(t *testing.T) {
 	t.Parallel() // its running tests are paced; the other is refused
-	srv := &Server{Limits: Limits{MaxTotalStreams: 3}, Version: "test"}
-	addr, _ := serve(t, srv)
+	srv := Add(&serve.Server{Limits: serve.Limits{MaxTotalStreams: 3}, Version: "test"})
+	addr, _ := serveOn(t, srv)
 	first := make(chan error, 1)
 	go func() {
 		_, err := (&Client{}).Run(context.Background(), addr, paced(model.TestConfig{Parallel: 2, Duration: 1500 * time.Millisecond}))
@@ -750,7 +712,7 @@ func TestTotalStreamsLimit(t *testing.T) {
 // cut short by it.
 func TestDurationAtLimit(t *testing.T) {
 	t.Parallel() // paced: the limit is a timer, not a load
-	addr, _ := startServer(t, Limits{MaxDuration: time.Second})
+	addr, _ := startServer(t, serve.Limits{MaxDuration: time.Second})
 	run, err := (&Client{}).Run(context.Background(), addr, paced(model.TestConfig{Duration: time.Second}))
 	if err != nil {
 		t.Fatal(err)
@@ -764,7 +726,7 @@ func TestDurationAtLimit(t *testing.T) {
 // expects exactly the datagrams the sender sent.
 func TestUDPLoopback(t *testing.T) {
 	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	for i, cfg := range []model.TestConfig{
 		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond},
 		{Protocol: model.UDP, Duration: time.Second, Bitrate: 20 * model.MbitPerSecond, Reverse: true},
@@ -786,7 +748,7 @@ func udpLoopback(t *testing.T, addr string, cfg model.TestConfig) {
 		t.Fatalf("%+v: %v", cfg, err)
 	}
 	// Closing datagrams end the receivers at once: no linger.
-	if took := time.Since(start); took > time.Second+span(&cfg)+udpLinger/2 {
+	if took := time.Since(start); took > time.Second+engine.Span(&cfg)+engine.UDPLinger/2 {
 		t.Errorf("%+v: took %v", cfg, took)
 	}
 	for _, s := range run.Summary {
@@ -813,12 +775,12 @@ func TestUDPConfig(t *testing.T) {
 		{Protocol: model.UDP, Length: 8}, {Protocol: model.UDP, Length: 70000},
 		{Protocol: model.UDP, Congestion: "cubic"}, {Protocol: model.UDP, ReadRate: 1e6}, {Protocol: "sctp"},
 	} {
-		if err := Normalize(&cfg); fault.CodeOf(err) != fault.BadConfig {
+		if err := engine.Normalize(&cfg); fault.CodeOf(err) != fault.BadConfig {
 			t.Errorf("%+v: %v", cfg, err)
 		}
 	}
 	c := model.TestConfig{Protocol: model.UDP}
-	if err := Normalize(&c); err != nil || c.Length != DefaultUDPLength {
+	if err := engine.Normalize(&c); err != nil || c.Length != engine.DefaultUDPLength {
 		t.Errorf("defaults: %v, %+v", err, c)
 	}
 }
@@ -829,7 +791,7 @@ func TestUDPConfig(t *testing.T) {
 // datagram's worth (here a tenth) higher.
 func TestUDPReceiverTime(t *testing.T) {
 	t.Parallel() // paced at a few Mbit/s: runs beside the other paced tests, not the full-speed ones
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	for _, reverse := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
 			t.Parallel()
@@ -857,11 +819,11 @@ func TestRatesOutOfRange(t *testing.T) {
 	for _, cfg := range []model.TestConfig{
 		{Bitrate: 1e99}, {FQRate: 1e16}, {ReadRate: model.MaxBitrate * 2}, {Protocol: model.UDP, Bitrate: 1e99},
 	} {
-		if err := Normalize(&cfg); fault.CodeOf(err) != fault.BadConfig {
+		if err := engine.Normalize(&cfg); fault.CodeOf(err) != fault.BadConfig {
 			t.Errorf("%+v: %v", cfg, err)
 		}
 	}
-	if c := (model.TestConfig{Bitrate: model.MaxBitrate}); Normalize(&c) != nil {
+	if c := (model.TestConfig{Bitrate: model.MaxBitrate}); engine.Normalize(&c) != nil {
 		t.Error("the maximum rate itself refused")
 	}
 }

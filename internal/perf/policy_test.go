@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpscope/tcpscope/internal/dial"
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/gate"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/serve"
 	"github.com/tcpscope/tcpscope/internal/token"
 )
 
@@ -27,12 +29,12 @@ func servePolicy(t *testing.T, src string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveWith(t, &Server{Version: "test", Policy: &tb})
+	return serveWith(t, Add(&serve.Server{Version: "test", Policy: &tb}))
 }
 
 // from is a client whose sockets leave from ip (on loopback).
 func from(ip string) *Client {
-	return &Client{Bind: netip.MustParseAddr(ip)}
+	return &Client{Dialer: dial.Dialer{Bind: netip.MustParseAddr(ip)}}
 }
 
 func TestPolicyDenyClosesAtOnce(t *testing.T) {
@@ -143,7 +145,7 @@ max_udp_rate = "50M"
 	ctx := context.Background()
 	c := &Client{}
 	_, err := c.Run(ctx, addr, quick(model.TestConfig{Bitrate: 150 * model.MbitPerSecond, Parallel: 2}))
-	if fault.CodeOf(err) != fault.Limit || !strings.Contains(fault.HintOf(err), "-b 100 Mbit/s or less per stream with 2 streams") {
+	if fault.CodeOf(err) != fault.Limit || !strings.Contains(fault.HintOf(err), "{bitrate} 100 Mbit/s or less per stream with 2 streams") {
 		t.Fatalf("-b 150M -P 2 under a 200M cap: %v (hint %q)", err, fault.HintOf(err))
 	}
 	_, err = c.Run(ctx, addr, quick(model.TestConfig{Protocol: model.UDP}))
@@ -187,7 +189,7 @@ func rateCapped(t *testing.T, c *Client, addr string, reverse bool, capRate mode
 // finish with their results, and says when none is left.
 func TestLameDuck(t *testing.T) {
 	t.Parallel() // its running test is paced; the other is refused
-	srv := &Server{Version: "test"}
+	srv := Add(&serve.Server{Version: "test"})
 	addr := serveWith(t, srv)
 	first := make(chan error, 1)
 	go func() {
@@ -226,7 +228,7 @@ func TestRequireToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	records := make(chan gate.Record, 1)
-	srv := &Server{Version: "test", Tokens: &token.Verifier{Keys: []*token.Key{key}, Audience: "ts1"}}
+	srv := Add(&serve.Server{Version: "test", Tokens: &token.Verifier{Keys: []*token.Key{key}, Audience: "ts1"}})
 	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	addr := serveWith(t, srv)
 	issue := func(aud string, exp time.Duration) string {

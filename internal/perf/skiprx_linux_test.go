@@ -1,71 +1,22 @@
 package perf
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tcpscope/tcpscope/internal/model"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
-
-// rawReader with trunc counts every byte that arrives and copies none: the buffer
-// it reads into stays zero while a pattern goes by, then end of file.
-func TestTruncReaderDiscards(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	const n = 4 << 20
-	go func() {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = c.Write(bytes.Repeat([]byte{0x5a}, n))
-	}()
-	c, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	read, err := rawReader(c.(*net.TCPConn), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 256<<10)
-	var got int
-	for {
-		m, err := read(buf)
-		got += m
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("after %d B: %v", got, err)
-		}
-	}
-	if got != n {
-		t.Errorf("counted %d B, sent %d", got, n)
-	}
-	if i := bytes.IndexByte(buf, 0x5a); i >= 0 {
-		t.Errorf("byte %d of the buffer was written: the bytes were copied", i)
-	}
-}
 
 // --skip-rx-copy at both ends (each receives in --bidir, the client in
 // -R): the counts stay exact, and the receivers read with recvfrom, which
 // the process's rchar does not count, not with read(2), which it does
 // (the test is not parallel: no other test reads meanwhile).
 func TestSkipRxCopyBytes(t *testing.T) {
-	addr, _ := startServer(t, Limits{})
+	addr, _ := startServer(t, serve.Limits{})
 	const n = 10_000_000
 	for _, c := range []model.TestConfig{{Bidir: true}, {Reverse: true, Parallel: 2}, {Bidir: true, SkipRxCopy: true}, {Reverse: true, Parallel: 2, SkipRxCopy: true}} {
 		c.Bytes = n

@@ -16,6 +16,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/fault"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf/perftest"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // recorder is a TCP proxy to addr that keeps the first 4 KiB that
@@ -109,7 +110,7 @@ func inClear(t *testing.T, rec *recorder, run *model.Run) bool {
 // connection is refused with a reason.
 func TestTLSControl(t *testing.T) {
 	cert, x := perftest.SelfSigned(t)
-	srv := &Server{Version: "test", TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}}
+	srv := Add(&serve.Server{Version: "test", TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}})
 	addr := serveWith(t, srv)
 	proxy, rec := record(t, addr)
 	roots := x509.NewCertPool()
@@ -123,7 +124,7 @@ func TestTLSControl(t *testing.T) {
 		t.Errorf("the cookie %s crossed in clear", run.Cookie)
 	}
 	// The check can fail: without TLS the same recorder sees it.
-	plainProxy, plainRec := record(t, serveWith(t, &Server{Version: "test"}))
+	plainProxy, plainRec := record(t, serveWith(t, Add(&serve.Server{Version: "test"})))
 	plainRun, err := (&Client{}).Run(ctx, plainProxy, quick(model.TestConfig{}))
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestTLSControl(t *testing.T) {
 	if _, err := (&Client{TLS: wrong}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(err.Error(), "pin") {
 		t.Errorf("a wrong pin: %v", err)
 	}
-	if _, err := (&Client{TLS: &tls.Config{}}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(fault.HintOf(err), "--tls-pin") {
+	if _, err := (&Client{TLS: &tls.Config{}}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(fault.HintOf(err), "{tls_pin}") {
 		t.Errorf("an untrusted certificate: %v (hint %q)", err, fault.HintOf(err))
 	}
 	if _, err := (&Client{}).Run(ctx, addr, quick(model.TestConfig{})); fault.CodeOf(err) != fault.TLS || !strings.Contains(err.Error(), "TLS only") {

@@ -10,6 +10,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/i3auth"
 	"github.com/tcpscope/tcpscope/internal/limits"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 	"github.com/tcpscope/tcpscope/internal/token"
 )
 
@@ -20,7 +21,7 @@ type Config struct {
 	Listen string
 	// Limits are the flags' limits; LimitsFile, when set, replaces them
 	// with a limits file's classes.
-	Limits     perf.Limits
+	Limits     serve.Limits
 	LimitsFile string
 	// Health is the operator's HTTP listener (GET /healthz, POST
 	// /lameduck from loopback); "" for none.
@@ -144,7 +145,7 @@ func (c *Config) iperf3Auth() (*i3auth.Authenticator, error) {
 
 // tls loads the certificate and its key into srv, and says its pin for
 // clients to pin it by ("" without TLS).
-func (c *Config) tls(srv *perf.Server) (string, error) {
+func (c *Config) tls(srv *serve.Server) (string, error) {
 	if c.TLSCert == "" && c.TLSKey == "" {
 		return "", nil
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // Server is a configured server, ready to Run or to Check.
 type Server struct {
 	cfg Config
-	srv *perf.Server
+	srv *serve.Server
 	i3  *iperf3.Handler
 	pin string // the TLS certificate's pin, "" without TLS
 	// first is the first test's record: a one-test server's outcome.
@@ -50,8 +51,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &perf.Server{Policy: &policy, Tokens: tokens, Version: cfg.Version, Logger: cfg.Logger,
-		AllowAffinity: cfg.AllowAffinity, OneTest: cfg.OneTest, IdleTimeout: cfg.IdleTimeout}
+	srv := perf.Add(&serve.Server{Policy: &policy, Tokens: tokens, Version: cfg.Version, Logger: cfg.Logger,
+		AllowAffinity: cfg.AllowAffinity, OneTest: cfg.OneTest, IdleTimeout: cfg.IdleTimeout})
 	pin, err := cfg.tls(srv)
 	if err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (s *Server) Check(w io.Writer) {
 func (s *Server) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	ln, err := perf.Listen(ctx, s.cfg.Listen)
+	ln, err := serve.Listen(ctx, s.cfg.Listen)
 	if fault.CodeOf(err) == fault.AddrInUse {
 		return &fault.Error{Code: fault.AddrInUse, Msg: fmt.Sprintf("listen on %s: address already in use", s.cfg.Listen),
 			Hint: fmt.Sprintf("another server is listening on %s: stop it or use -p", s.cfg.Listen)}
@@ -188,7 +189,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.cfg.Ready()
 	}
 	err = s.srv.Serve(ctx, ln)
-	idled := errors.Is(err, perf.ErrIdle)
+	idled := errors.Is(err, serve.ErrIdle)
 	if idled {
 		err = nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/lab"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // Serve starts a tcpscope server in pair p's host B on port (0: any) and
@@ -25,7 +26,7 @@ func Serve(ctx context.Context, p *lab.Pair, port int, version string) (string, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		srv := &perf.Server{Version: version, InNetns: p.B.Do}
+		srv := perf.Add(&serve.Server{Version: version, InNetns: p.B.Do})
 		// Stock iperf3 clients too, as tcpscope server serves them: a
 		// lab shell's user runs iperf3 -c $B as well.
 		srv.Handle(&iperf3.Handler{})

@@ -18,6 +18,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/iperf3"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // serveIperf3 runs a tcpscope server on loopback and a stock iperf3
@@ -37,7 +38,7 @@ func serveIperf3(t *testing.T, args ...string) gate.Record {
 		t.Fatal(err)
 	}
 	records := make(chan gate.Record, 1)
-	srv := &perf.Server{Version: "test"}
+	srv := perf.Add(&serve.Server{Version: "test"})
 	srv.Subscribe(gate.OnEnded(func(r gate.Record) { records <- r }))
 	srv.Handle(&iperf3.Handler{})
 	ctx, cancel := context.WithCancel(context.Background())

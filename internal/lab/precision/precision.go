@@ -16,6 +16,7 @@ import (
 	"github.com/tcpscope/tcpscope/internal/lab/experiment"
 	"github.com/tcpscope/tcpscope/internal/model"
 	"github.com/tcpscope/tcpscope/internal/perf"
+	"github.com/tcpscope/tcpscope/internal/serve"
 )
 
 // Outcome is one run of a scenario and how the verdict fared.
@@ -264,7 +265,7 @@ func loopback(ctx context.Context, cfg model.TestConfig) (*model.Run, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		(&perf.Server{Version: "precision"}).Serve(sctx, ln)
+		perf.Add(&serve.Server{Version: "precision"}).Serve(sctx, ln)
 	}()
 	defer func() { cancel(); <-done }()
 	return (&perf.Client{Version: "precision"}).Run(ctx, ln.Addr().String(), cfg)

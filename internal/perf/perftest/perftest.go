@@ -108,7 +108,7 @@ func RunClockBound(m *testing.M) int {
 	return m.Run()
 }
 
-// Server is what Serve runs: a perf.Server, named by its method so that
+// Server is what Serve runs: a serve.Server, named by its method so that
 // perf's own in-package tests can use this package.
 type Server interface {
 	Serve(ctx context.Context, ln net.Listener) error
