@@ -137,7 +137,7 @@ printf 'memory\tfailed\t1\t%s\t0\t0\t0\n' "$failed" >>"$raw"
 
 # The throughput comparison cannot resolve 2% on a small VM (runs vary by
 # ±15%), so the sampling cost is also measured directly: CPU per tick.
-tick=$(go test -run XXX -bench IntervalTick -benchtime 20000x ./internal/perf | awk '/^BenchmarkIntervalTick/ {print $3}')
+tick=$(go test -run XXX -bench IntervalTick -benchtime 20000x ./internal/engine | awk '/^BenchmarkIntervalTick/ {print $3}')
 printf 'tick\tns\t1\t%s\t0\t0\t0\n' "$tick" >>"$raw"
 
 machine_line | tee "$out/latest.md"
