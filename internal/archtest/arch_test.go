@@ -230,3 +230,24 @@ func TestPackageDocs(t *testing.T) {
 		}
 	}
 }
+
+// compositionRoots wire every protocol together, and so may import both
+// the native protocol and net/http.
+var compositionRoots = map[string]bool{"internal/cli": true, "internal/server": true, "cmd/tcpscope": true}
+
+// An HTTP package (one that imports net/http: the front door, the
+// health check, and the page, ndt7, the API and metrics to come) stands
+// on the engine and the server's port, never on the native protocol or
+// the command line: the service half must not grow out of the client's.
+func TestHTTPPackagesSpeakNoNativeProtocol(t *testing.T) {
+	for dir, p := range load(t) {
+		if !p.imports["net/http"] || compositionRoots[dir] {
+			continue
+		}
+		for _, banned := range []string{"internal/perf", "internal/cli"} {
+			if p.imports[module+"/"+banned] {
+				t.Errorf("%s imports net/http and %s: an HTTP package may not", dir, banned)
+			}
+		}
+	}
+}

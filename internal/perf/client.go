@@ -261,51 +261,12 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 		// network namespace's.
 		Settings: tcpinfo.Settings(),
 	})
-
-	var remoteMu sync.Mutex
-	var remoteIntervals []model.Interval
-	ended := "complete"
-	// The first reason to stop is the one recorded, as on the server.
-	setEnded := func(how string) {
-		remoteMu.Lock()
-		if ended == "complete" {
-			ended = how
-		}
-		remoteMu.Unlock()
-	}
-	doneCh := make(chan *model.EndReport, 1)
-	ctlErr := make(chan error, 1)
 	tctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for {
-			m, err := ctl.recv(0)
-			if err != nil {
-				ctlErr <- err
-				cancel()
-				return
-			}
-			switch m.Type {
-			case msgInterval:
-				remoteMu.Lock()
-				remoteIntervals = append(remoteIntervals, *m.Interval)
-				remoteMu.Unlock()
-				observe(func(o model.Observer) { o.Interval(model.ServerSide, m.Interval) })
-			case msgStop:
-				setEnded(m.Stop.Reason)
-				e.Stop()
-			case msgError:
-				ctlErr <- &fault.Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
-				cancel()
-				return
-			case msgDone:
-				doneCh <- m.Done
-				return
-			}
-		}
-	}()
+	v := &serverView{ended: "complete", done: make(chan *model.EndReport, 1), failed: make(chan error, 1)}
+	go v.read(ctl, e, observe, cancel)
 	interrupt := context.AfterFunc(ctx, func() {
-		setEnded("interrupted")
+		v.setEnded("interrupted")
 		_ = ctl.send(&message{Type: msgStop, Stop: &stop{Reason: "interrupted"}})
 		e.Stop()
 	})
@@ -313,29 +274,11 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 
 	runErr := e.Run(tctx)
 	run.Client = e.Report(c.Version)
-
-	// A client whose own streams failed (a dead path) waits only briefly
-	// for the server's report: it may be stuck on the same path.
-	wait := engine.FinishGrace
-	if runErr != nil {
-		wait = engine.StallLimit
-	}
-	var done *model.EndReport
-	select {
-	case done = <-doneCh:
-	case err := <-ctlErr:
-		if runErr == nil {
-			runErr = err
-		}
-	case <-time.After(wait):
-		if runErr == nil {
-			runErr = fault.Errorf(fault.Timeout, "the server may be overloaded", "server did not send its results")
-		}
-	}
-	remoteMu.Lock()
-	run.Ended = ended
-	run.Remote.Intervals = remoteIntervals
-	remoteMu.Unlock()
+	done, runErr := v.await(runErr)
+	v.mu.Lock()
+	run.Ended = v.ended
+	run.Remote.Intervals = v.intervals
+	v.mu.Unlock()
 	if done != nil {
 		run.Remote.Totals = done.Totals
 		run.Remote.Version, run.Remote.Kernel = done.Version, done.Kernel
@@ -355,6 +298,80 @@ func (c *Client) measure(ctx context.Context, ctl *ctrl, cfg model.TestConfig, s
 		return run, runErr
 	}
 	return run, nil
+}
+
+// serverView is what the server says while the client's end runs: its
+// intervals, how the test ended (the first reason to stop is the one
+// recorded, as on the server), and at last its totals or an error.
+type serverView struct {
+	mu        sync.Mutex
+	intervals []model.Interval
+	ended     string
+	done      chan *model.EndReport
+	failed    chan error
+}
+
+func (v *serverView) setEnded(how string) {
+	v.mu.Lock()
+	if v.ended == "complete" {
+		v.ended = how
+	}
+	v.mu.Unlock()
+}
+
+// read reads the control connection until the server's totals or an
+// error; a stop from the server stops e, a broken connection cancels
+// the test.
+func (v *serverView) read(ctl *ctrl, e *engine.End, observe func(func(model.Observer)), cancel func()) {
+	for {
+		m, err := ctl.recv(0)
+		if err != nil {
+			v.failed <- err
+			cancel()
+			return
+		}
+		switch m.Type {
+		case msgInterval:
+			v.mu.Lock()
+			v.intervals = append(v.intervals, *m.Interval)
+			v.mu.Unlock()
+			observe(func(o model.Observer) { o.Interval(model.ServerSide, m.Interval) })
+		case msgStop:
+			v.setEnded(m.Stop.Reason)
+			e.Stop()
+		case msgError:
+			v.failed <- &fault.Error{Code: m.Error.Code, Msg: "server: " + m.Error.Message, Hint: m.Error.Hint}
+			cancel()
+			return
+		case msgDone:
+			v.done <- m.Done
+			return
+		}
+	}
+}
+
+// await waits for the server's totals once the client's end has run
+// (runErr: how it ended), and returns them (nil if they never came)
+// with the test's error. A client whose own streams failed (a dead path)
+// waits only briefly: the server may be stuck on the same path.
+func (v *serverView) await(runErr error) (*model.EndReport, error) {
+	wait := engine.FinishGrace
+	if runErr != nil {
+		wait = engine.StallLimit
+	}
+	select {
+	case done := <-v.done:
+		return done, runErr
+	case err := <-v.failed:
+		if runErr == nil {
+			runErr = err
+		}
+	case <-time.After(wait):
+		if runErr == nil {
+			runErr = fault.Errorf(fault.Timeout, "the server may be overloaded", "server did not send its results")
+		}
+	}
+	return nil, runErr
 }
 
 // expect reads the next control message, turning a server error or an

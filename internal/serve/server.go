@@ -87,7 +87,7 @@ type Server struct {
 	subs     []func(gate.Event)
 	mu       sync.Mutex
 	running  map[string]*serverTest // by cookie
-	// protocols are the ones served beside the native one (Handle).
+	// protocols are the ones served, in the order added (Handle).
 	protocols []Protocol
 	// udpTurn is, per client address, the one test whose UDP hellos
 	// name no test (another protocol's) whose streams may open now (see awaitUDPTurn); turnFreed is closed and
@@ -117,7 +117,7 @@ type streamRef struct {
 type dataConn struct {
 	conn *net.TCPConn
 	udp  *engine.UDPFlow // a UDP stream's, instead of conn
-	// token is a native UDP stream's: the server sent it in answer to
+	// token is a keyed UDP stream's (KeyedUDP): the server sent it in answer to
 	// the hello, and sends nothing more until the client echoes it.
 	token  []byte
 	stream int // the stream index, or -1: number it by seq
@@ -157,7 +157,7 @@ type serverTest struct {
 	udpReply []byte
 	clientIP net.IP
 	admitted time.Time
-	// claimed marks a native UDP test's stream ids whose hello came
+	// claimed marks a keyed UDP test's stream ids whose hello came
 	// (under Server.mu): one socket per stream, whatever else asks.
 	claimed []bool
 	// udpPeers are the addresses its UDP streams send to (under
@@ -436,7 +436,7 @@ func (s *Server) closeLate(t *serverTest) {
 var errStreamsLate = errors.New("data connections did not arrive")
 
 // awaitStreams collects a test's data connections as they arrive, then
-// seals the test. Native ones name their stream index; iperf3's TCP ones
+// seals the test. Keyed ones name their stream index; iperf3's TCP ones
 // do not, and are numbered in the order the server accepted them once all
 // have arrived: iperf3 gives roles by that order (in --bidir the first P
 // are the client's senders), while their cookies are read concurrently
