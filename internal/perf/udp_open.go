@@ -10,17 +10,15 @@ import (
 	"github.com/tcpscope/tcpscope/internal/model"
 )
 
-// A UDP stream opens as iperf3's do: the client sends a hello datagram to
-// the server's port (the TCP port's number, over UDP), and the server
-// answers from a new socket bound to the same port and connected to the
-// client, which from then on carries the stream. A native hello names the
-// test's cookie and the stream id, and its answer carries a token the
-// client echoes on the control connection in its start message: the
-// server sends a stream nothing but answers until the client has shown
-// that it receives at the hello's address. Another protocol's hellos
-// (iperf3's: four bytes each way) may name no test and carry nothing to
-// echo: the server takes them only from the address of the test's
-// control connection (see udpByAddr).
+// A native UDP stream opens as iperf3's do (the server's side is
+// package serve's): the client sends a hello datagram to the server's
+// port (the TCP port's number, over UDP), and the server answers from a
+// new socket bound to the same port and connected to the client, which
+// from then on carries the stream. A native hello names the stream's key
+// and id, and its answer carries a token the client echoes on the
+// control connection in its start message: the server sends a stream
+// nothing but answers until the client has shown that it receives at
+// the hello's address.
 
 // openUDPStreams opens a native test's UDP streams, one after another,
 // and returns them with the tokens the server answered their hellos

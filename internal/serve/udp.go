@@ -11,6 +11,15 @@ import (
 	"github.com/tcpscope/tcpscope/internal/engine"
 )
 
+// A protocol's UDP stream opens with a hello datagram to the server's
+// port: one that names its stream by key (KeyedUDP, the native
+// protocol's) is taken from any address, once per stream, and answered
+// by its protocol with a token the client must echo before the stream
+// is sent anything more; one that names no test and carries nothing to
+// echo (iperf3's: four bytes each way) is taken only from the address of
+// the test's control connection, one such test per address at a time
+// (udpByAddr, awaitUDPTurn).
+
 // listenUDP opens the server's UDP port beside its TCP listener: the same
 // address and port number, with SO_REUSEADDR so each stream's connected
 // socket can bind it too.
