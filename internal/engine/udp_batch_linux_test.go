@@ -68,19 +68,7 @@ func TestUDPBatchesLoopback(t *testing.T) {
 			defer sc.Close()
 			const size = 1400
 			cfg := model.TestConfig{Protocol: model.UDP, Duration: 300 * time.Millisecond, Bitrate: 200 * model.MbitPerSecond, Length: size, NoGSO: tc.noGSO, GRO: tc.gro}
-			t0 := time.Now()
-			snd := &End{side: model.ClientSide, cfg: cfg, t0: t0, payload: make([]byte, size), stopped: make(chan struct{})}
-			rcv := &End{side: model.ServerSide, cfg: cfg, t0: t0, stopped: make(chan struct{})}
-			ss := &Stream{role: model.Sender, udp: NewUDPFlow(sc, true, true)}
-			rs := &Stream{role: model.Receiver, udp: NewUDPFlow(rc, true, true)}
-			rerr := make(chan error, 1)
-			go func() { rerr <- rcv.receiveUDP(rs) }()
-			if err := snd.sendUDP(ss); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-rerr; err != nil {
-				t.Fatal(err)
-			}
+			ss, rs := sendUDPPair(t, cfg, sc, rc)
 			sent := ss.udp.packets.Load()
 			d := rs.udp.datagrams()
 			got := rs.moved.Load()
@@ -96,4 +84,26 @@ func TestUDPBatchesLoopback(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sendUDPPair sends cfg's datagrams from sc to rc, each socket a UDP
+// stream of an End of its own on one clock (tcpscope's, both ends:
+// 64-bit counters and closing datagrams), and returns the two streams
+// once the receiver has seen the sender's end.
+func sendUDPPair(t *testing.T, cfg model.TestConfig, sc, rc *net.UDPConn) (sent, received *Stream) {
+	t.Helper()
+	t0 := time.Now()
+	snd := &End{side: model.ClientSide, cfg: cfg, t0: t0, payload: make([]byte, cfg.Length), stopped: make(chan struct{})}
+	rcv := &End{side: model.ServerSide, cfg: cfg, t0: t0, stopped: make(chan struct{})}
+	ss := &Stream{role: model.Sender, udp: NewUDPFlow(sc, true, true)}
+	rs := &Stream{role: model.Receiver, udp: NewUDPFlow(rc, true, true)}
+	rerr := make(chan error, 1)
+	go func() { rerr <- rcv.receiveUDP(rs) }()
+	if err := snd.sendUDP(ss); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-rerr; err != nil {
+		t.Fatal(err)
+	}
+	return ss, rs
 }

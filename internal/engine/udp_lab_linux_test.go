@@ -84,19 +84,7 @@ func TestNetnsUDPLossExact(t *testing.T) {
 				}
 				return time.Since(quiet) >= 200*time.Millisecond
 			})
-			t0 := time.Now()
-			snd := &End{side: model.ClientSide, cfg: cfg, t0: t0, payload: make([]byte, size), stopped: make(chan struct{})}
-			rcv := &End{side: model.ServerSide, cfg: cfg, t0: t0, stopped: make(chan struct{})}
-			ss := &Stream{role: model.Sender, udp: NewUDPFlow(sc, true, true)}
-			rs := &Stream{role: model.Receiver, udp: NewUDPFlow(rc, true, true)}
-			rerr := make(chan error, 1)
-			go func() { rerr <- rcv.receiveUDP(rs) }()
-			if err := snd.sendUDP(ss); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-rerr; err != nil {
-				t.Fatal(err)
-			}
+			ss, rs := sendUDPPair(t, cfg, sc, rc)
 			// Every packet sent is in the emulator's counts (the
 			// datagrams and three closing ones) and none waits there.
 			sent := ss.udp.packets.Load()
