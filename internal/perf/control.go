@@ -103,11 +103,11 @@ func serveControl(ctx context.Context, c *serve.Conn) {
 // data hands a data connection to the stream its preamble names. Data
 // connections are plain: one inside TLS is closed.
 func data(c *serve.Conn) {
-	rest := make([]byte, dataPreambleLen-magicLen)
 	if c.TLS != nil {
 		c.Conn.Close()
 		return
 	}
+	rest := make([]byte, dataPreambleLen-magicLen)
 	if _, err := io.ReadFull(c, rest); err != nil {
 		c.Close()
 		return
